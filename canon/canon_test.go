@@ -205,3 +205,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+type header struct {
+	Type string `json:"type"`
+	Seq  int64  `json:"seq"`
+}
+
+type withEmbedded struct {
+	header
+	ID string `json:"id"`
+}
+
+func TestEmbeddedStructsFlatten(t *testing.T) {
+	in := `{"id":"x","seq":2,"type":"T"}`
+	var w withEmbedded
+	if err := Unmarshal([]byte(in), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Type != "T" || w.Seq != 2 || w.ID != "x" {
+		t.Fatalf("decoded %+v", w)
+	}
+	out, err := Marshal(w)
+	if err != nil || string(out) != in {
+		t.Fatalf("Marshal = %s, %v", out, err)
+	}
+}

@@ -61,7 +61,7 @@ func (t *Value) Decode(v any) error {
 
 type field struct {
 	name      string
-	index     int
+	index     []int // path through embedded structs
 	omitEmpty bool
 }
 
@@ -78,28 +78,44 @@ func infoFor(t reflect.Type) *structInfo {
 		return si.(*structInfo)
 	}
 	si := &structInfo{byName: map[string]int{}}
+	si.err = collectFields(t, nil, si)
+	sort.Slice(si.fields, func(i, j int) bool { return keyLess(si.fields[i].name, si.fields[j].name) })
+	for i, f := range si.fields {
+		if _, dup := si.byName[f.name]; dup && si.err == nil {
+			si.err = fmt.Errorf("canon: %s has two fields named %q", t, f.name)
+		}
+		si.byName[f.name] = i
+	}
+	actual, _ := structCache.LoadOrStore(t, si)
+	return actual.(*structInfo)
+}
+
+// collectFields lists t's encoded fields. An embedded struct without a
+// json tag has its fields flattened into the parent, as encoding/json does.
+func collectFields(t reflect.Type, prefix []int, si *structInfo) error {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		index := append(append([]int(nil), prefix...), i)
+		tag, tagged := f.Tag.Lookup("json")
+		if f.Anonymous && !tagged && f.Type.Kind() == reflect.Struct {
+			if err := collectFields(f.Type, index, si); err != nil {
+				return err
+			}
+			continue
+		}
 		if !f.IsExported() {
 			continue
 		}
-		tag, ok := f.Tag.Lookup("json")
-		if !ok {
-			si.err = fmt.Errorf("canon: field %s.%s has no json tag", t, f.Name)
-			break
+		if !tagged {
+			return fmt.Errorf("canon: field %s.%s has no json tag", t, f.Name)
 		}
 		if tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		si.fields = append(si.fields, field{name: name, index: i, omitEmpty: opts == "omitempty"})
+		si.fields = append(si.fields, field{name: name, index: index, omitEmpty: opts == "omitempty"})
 	}
-	sort.Slice(si.fields, func(i, j int) bool { return keyLess(si.fields[i].name, si.fields[j].name) })
-	for i, f := range si.fields {
-		si.byName[f.name] = i
-	}
-	actual, _ := structCache.LoadOrStore(t, si)
-	return actual.(*structInfo)
+	return nil
 }
 
 func marshalValue(b *bytes.Buffer, v reflect.Value, path string) error {
@@ -200,7 +216,7 @@ func marshalValue(b *bytes.Buffer, v reflect.Value, path string) error {
 		b.WriteByte('{')
 		n := 0
 		for _, f := range si.fields {
-			fv := v.Field(f.index)
+			fv := v.FieldByIndex(f.index)
 			if f.omitEmpty && fv.IsZero() {
 				continue
 			}
@@ -324,7 +340,7 @@ func decodeValue(src *Value, dst reflect.Value, path string) error {
 				seenMore[fi] = true
 			}
 			f := si.fields[fi]
-			fv := dst.Field(f.index)
+			fv := dst.FieldByIndex(f.index)
 			if err := decodeValue(mem.Value, fv, joinPath(path, mem.Key)); err != nil {
 				return err
 			}
