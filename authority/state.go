@@ -1,0 +1,222 @@
+package authority
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/custodylog/custody/scope"
+)
+
+// Store is where state records live between batches. Load returns nil and
+// no error for a record that does not exist. Implementations: the ledger's
+// Badger store and MemStore.
+type Store interface {
+	Load(key string) ([]byte, error)
+}
+
+// MemStore is a Store held in memory, used by the verifier and by replay.
+type MemStore map[string][]byte
+
+// Load implements Store.
+func (m MemStore) Load(key string) ([]byte, error) { return m[key], nil }
+
+// Roles a key can be bound in (DESIGN §1, Identity).
+const (
+	RoleAdmin     = "admin"
+	RoleLog       = "log"
+	RolePrincipal = "principal"
+	RoleAgent     = "agent"
+)
+
+// Meta holds the log's parameters from GENESIS and the trust chain head.
+type Meta struct {
+	Origin       string `json:"origin"`
+	AdminKeyID   string `json:"admin_keyid"`
+	LogKeyID     string `json:"log_keyid"`
+	MaxDepth     int64  `json:"max_depth"`
+	ClockSkew    int64  `json:"clock_skew_seconds"`
+	MaxTTL       int64  `json:"max_ttl_seconds"`
+	TrustHead    uint64 `json:"trust_head"`     // latest GENESIS/PRINCIPAL leaf
+	Size         uint64 `json:"size"`           // leaves decided so far
+	LastLoggedAt string `json:"last_logged_at"` // never goes backwards
+}
+
+// KeyRec is a bound key.
+type KeyRec struct {
+	Role      string `json:"role"`
+	Name      string `json:"name"`
+	PublicKey string `json:"public_key"` // base64 raw
+	LastSeq   uint64 `json:"last_seq"`
+	Retired   bool   `json:"retired,omitempty"`    // principals only
+	RetiredAt string `json:"retired_at,omitempty"` // logged_at of the retirement
+}
+
+// IDRec records that an id is taken, by which kind, at which index.
+type IDRec struct {
+	Kind  string `json:"kind"`
+	Index uint64 `json:"index"`
+}
+
+// GrantRec is an accepted CONFIRM or DELEGATE.
+type GrantRec struct {
+	ID          string           `json:"id"`
+	Kind        string           `json:"kind"`
+	Index       uint64           `json:"index"`
+	Workflow    string           `json:"workflow"`
+	Parent      string           `json:"parent,omitempty"`
+	Depth       int64            `json:"depth"`
+	IssuerKey   string           `json:"issuer_keyid"`
+	GranteeKey  string           `json:"grantee_keyid"`
+	GranteeName string           `json:"grantee_name"`
+	RootKey     string           `json:"root_keyid"` // the principal of the CONFIRM at the top
+	Descriptor  scope.Descriptor `json:"descriptor"`
+	Revocable   bool             `json:"revocable"`
+	ScopeHash   string           `json:"scope_hash"`
+	Revoked     bool             `json:"revoked,omitempty"`
+	RevokedAt   string           `json:"revoked_at,omitempty"`
+	RevokedBy   string           `json:"revoked_by,omitempty"` // revoke_id
+	Spent       map[string]int64 `json:"spent,omitempty"`      // per limit key, this grant and below
+}
+
+// expires is the grant's expiry instant.
+func (g *GrantRec) expires() time.Time {
+	t, _ := time.Parse(scope.TimeLayout, g.Descriptor.ExpiresAt)
+	return t
+}
+
+// WorkflowRec is a workflow: its owner and where its back-link chain ends.
+type WorkflowRec struct {
+	Owner string   `json:"owner_keyid"`
+	Last  uint64   `json:"last"`
+	Stops []string `json:"stops,omitempty"` // STOPs in force, in log order
+}
+
+// StopRec is an accepted STOP.
+type StopRec struct {
+	ID        string `json:"id"`
+	Index     uint64 `json:"index"`
+	Workflow  string `json:"workflow"`
+	Scope     string `json:"scope"`
+	Step      string `json:"step,omitempty"`
+	SignerKey string `json:"signer_keyid"`
+	Role      string `json:"role"` // admin, owner or grantee: who may lift it
+	Resumed   bool   `json:"resumed,omitempty"`
+	ResumedBy string `json:"resumed_by,omitempty"`
+}
+
+// PendingRec is an accepted pending RECEIPT.
+type PendingRec struct {
+	ID        string           `json:"id"`
+	Index     uint64           `json:"index"`
+	SignerKey string           `json:"signer_keyid"`
+	Workflow  string           `json:"workflow"`
+	Grant     string           `json:"grant"`
+	Step      string           `json:"step"`
+	Action    string           `json:"action"`
+	Target    string           `json:"target"`
+	Reserve   map[string]int64 `json:"reserve,omitempty"`
+	Outcome   string           `json:"outcome,omitempty"` // receipt_id of the outcome once closed
+	Overrun   bool             `json:"overrun,omitempty"` // consumed above reserve
+}
+
+// KeyWorkflowRec is what one key holds or issued in one workflow.
+type KeyWorkflowRec struct {
+	Held   []string `json:"held,omitempty"` // grants made to the key
+	Issued bool     `json:"issued,omitempty"`
+}
+
+// Record key prefixes. Identifiers may contain '/', key ids never do.
+const (
+	keyMeta    = "meta"
+	prefKey    = "key/"
+	prefName   = "name/"
+	prefID     = "id/"
+	prefGrant  = "grant/"
+	prefWF     = "wf/"
+	prefStop   = "stop/"
+	prefPend   = "pending/"
+	prefKeyWF  = "keywf/"
+	prefixList = "meta key/ name/ id/ grant/ wf/ stop/ pending/ keywf/"
+)
+
+// state is the engine's cache over a Store.
+type state struct {
+	store Store
+	cache map[string]any // decoded records; nil value = known absent
+	dirty map[string]bool
+	err   error // first Store failure; the engine refuses to decide after one
+}
+
+func newState(s Store) *state {
+	return &state{store: s, cache: map[string]any{}, dirty: map[string]bool{}}
+}
+
+func get[T any](st *state, key string) *T {
+	if v, ok := st.cache[key]; ok {
+		if v == nil {
+			return nil
+		}
+		return v.(*T)
+	}
+	raw, err := st.store.Load(key)
+	if err != nil {
+		if st.err == nil {
+			st.err = fmt.Errorf("loading state record %q: %w", key, err)
+		}
+		return nil
+	}
+	if raw == nil {
+		st.cache[key] = nil
+		return nil
+	}
+	rec := new(T)
+	if err := json.Unmarshal(raw, rec); err != nil {
+		if st.err == nil {
+			st.err = fmt.Errorf("decoding state record %q: %w", key, err)
+		}
+		return nil
+	}
+	st.cache[key] = rec
+	return rec
+}
+
+func put[T any](st *state, key string, rec *T) {
+	st.cache[key] = rec
+	st.dirty[key] = true
+}
+
+// encode is the stored form of a record.
+func encode(rec any) []byte {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(fmt.Sprintf("authority: encoding %T: %v", rec, err)) // records are plain data; cannot fail
+	}
+	return b
+}
+
+// dirtyKeys lists changed records in a fixed order.
+func (st *state) dirtyKeys() []string {
+	keys := make([]string, 0, len(st.dirty))
+	for k := range st.dirty {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// KeyRecordKey is the record key of a key binding, for stores that read
+// bindings directly (the ledger's signature workers).
+func KeyRecordKey(keyID string) string { return prefKey + keyID }
+
+// IDRecordKey is the record key of a statement id.
+func IDRecordKey(id string) string { return prefID + id }
+
+// WorkflowRecordKey is the record key of a workflow.
+func WorkflowRecordKey(id string) string { return prefWF + id }
+
+// RecordPrefixes lists the prefixes of every record kind, for tools that
+// compare stored state with a replay.
+func RecordPrefixes() []string { return strings.Fields(prefixList) }

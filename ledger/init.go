@@ -1,0 +1,186 @@
+package ledger
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// InitOptions describe a new log.
+type InitOptions struct {
+	// AdminName is the admin key's bound name (default "admin").
+	AdminName string
+	// LogKey and AdminKey are existing private keys to use; nil generates
+	// one and stores it under <dir>/keys with mode 0600.
+	LogKey, AdminKey ed25519.PrivateKey
+	// LogKeyFile, when the log key is the operator's own file, is recorded
+	// in the config instead of a copy under <dir>/keys.
+	LogKeyFile string
+	// Log parameters written into GENESIS (0: the defaults of DESIGN §2).
+	MaxDepth, ClockSkewSeconds, MaxTTLSeconds int64
+	// Options for the ledger Init returns open.
+	Options Options
+}
+
+// Key file names under <dir>/keys.
+const (
+	LogKeyFile   = "keys/log.key"
+	AdminKeyFile = "keys/admin.key"
+)
+
+// Init creates a log in dir with the given origin, writes GENESIS as leaf 0
+// and returns the ledger open.
+func Init(dir, origin string, o InitOptions) (*Ledger, error) {
+	if err := scope.CheckIdentifier(origin); err != nil {
+		return nil, fmt.Errorf("origin %q: %v (an origin looks like example.com/custody)", origin, err)
+	}
+	if o.AdminName == "" {
+		o.AdminName = "admin"
+	}
+	if _, err := os.Stat(filepath.Join(dir, configName)); err == nil {
+		return nil, fmt.Errorf("%s already holds a ledger", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
+		return nil, fmt.Errorf("%s holds a database but no %s: refusing to overwrite it", dir, configName)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		return nil, err
+	}
+	cfg := config{Origin: origin, LogKey: LogKeyFile}
+	var created []string
+	cleanup := func() {
+		for _, p := range created {
+			os.RemoveAll(p)
+		}
+	}
+	if o.LogKey == nil {
+		_, priv, err := sign.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		o.LogKey = priv
+	}
+	if o.LogKeyFile != "" {
+		cfg.LogKey = o.LogKeyFile
+	} else {
+		p := filepath.Join(dir, LogKeyFile)
+		if err := sign.WritePrivateKeyFile(p, o.LogKey, nil, false); err != nil {
+			return nil, fmt.Errorf("writing the log key: %w", err)
+		}
+		created = append(created, p)
+	}
+	if o.AdminKey == nil {
+		_, priv, err := sign.GenerateKey()
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		o.AdminKey = priv
+		p := filepath.Join(dir, AdminKeyFile)
+		if err := sign.WritePrivateKeyFile(p, priv, nil, false); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("writing the admin key: %w", err)
+		}
+		created = append(created, p)
+	}
+	o.Options.defaults()
+	created = append(created, filepath.Join(dir, "db"))
+	l, err := open(dir, origin, o.LogKey, o.Options)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	if err := l.genesis(o); err != nil {
+		l.Close()
+		cleanup()
+		return nil, err
+	}
+	raw, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := writeFileSync(filepath.Join(dir, configName), append(raw, '\n'), 0o600); err != nil {
+		l.Close()
+		cleanup()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Ledger) genesis(o InitOptions) error {
+	vkey, err := merkle.VerifierKey(l.origin, o.LogKey.Public().(ed25519.PublicKey))
+	if err != nil {
+		return err
+	}
+	g := &statement.GenesisDoc{
+		Header: statement.Header{Type: statement.Genesis, Timestamp: statement.FormatTimestamp(l.opts.Clock()),
+			Log: l.origin, Actor: o.AdminName, Seq: 1},
+		GenesisID: "genesis", AdminKey: sign.EncodePublicKey(o.AdminKey.Public().(ed25519.PublicKey)), LogKey: vkey,
+		MaxDepth: o.MaxDepth, ClockSkewSeconds: o.ClockSkewSeconds, MaxTTLSeconds: o.MaxTTLSeconds,
+	}
+	if g.MaxDepth == 0 {
+		g.MaxDepth = statement.DefaultMaxDepth
+	}
+	if g.ClockSkewSeconds == 0 {
+		g.ClockSkewSeconds = statement.DefaultClockSkewSeconds
+	}
+	if g.MaxTTLSeconds == 0 {
+		g.MaxTTLSeconds = statement.DefaultMaxTTLSeconds
+	}
+	payload, err := statement.Marshal(g)
+	if err != nil {
+		return fmt.Errorf("GENESIS: %w", err)
+	}
+	env, err := sign.Sign(o.AdminKey, statement.Genesis.Lower(), payload)
+	if err != nil {
+		return err
+	}
+	raw, err := env.Canonical()
+	if err != nil {
+		return err
+	}
+	res, err := l.Append(context.Background(), raw)
+	if err != nil {
+		return fmt.Errorf("writing GENESIS: %w", err)
+	}
+	if res.Verdict != authority.Accepted || res.Index != 0 {
+		return fmt.Errorf("GENESIS was not accepted as leaf 0: %s %s: %s", res.Verdict, res.Code, res.Reason)
+	}
+	return nil
+}
+
+// writeFileSync writes a new file and fsyncs it and its directory, so the
+// file exists after a crash once this returns.
+func writeFileSync(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}

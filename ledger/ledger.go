@@ -1,0 +1,340 @@
+package ledger
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// Options tune an open ledger. The zero value is sensible.
+type Options struct {
+	// MaxBatch is the most submissions committed in one transaction
+	// (default 2048). MaxBatchBytes bounds their total size (default 4 MiB),
+	// keeping each transaction well under Badger's limit.
+	MaxBatch      int
+	MaxBatchBytes int
+	// MaxDelay is how long the sequencer waits for more submissions once a
+	// batch has started (default 0: a batch is whatever arrived while the
+	// previous one was committing, which already groups commits under load
+	// and adds no latency when idle).
+	MaxDelay time.Duration
+	// QueueSize bounds submissions waiting to be sequenced (default 8192);
+	// Append blocks (or fails with its context) when it is full.
+	QueueSize int
+	// Workers verify signatures in parallel (default: one per core).
+	Workers int
+	// DenialsPerMinute is each key's budget of logged DENIALs (default
+	// 600, with bursts of DenialBurst, default 100). Past it, denied
+	// submissions are refused with rate_limited and not logged.
+	DenialsPerMinute int
+	DenialBurst      int
+	// Clock is the ledger's time source (default time.Now).
+	Clock func() time.Time
+	// Passphrase supplies the log key file's passphrase if it is encrypted.
+	Passphrase func() ([]byte, error)
+	// ProofCacheTiles is how many full tiles proofs keep in memory
+	// (default 2048, 16 KiB each).
+	ProofCacheTiles int
+	// BadgerLog receives Badger's warnings and errors (default: discarded
+	// unless CUSTODY_BADGER_LOG is set).
+	BadgerLog badger.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 2048
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 4 << 20
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 8192
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.DenialsPerMinute <= 0 {
+		o.DenialsPerMinute = 600
+	}
+	if o.DenialBurst <= 0 {
+		o.DenialBurst = 100
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.ProofCacheTiles <= 0 {
+		o.ProofCacheTiles = 2048
+	}
+}
+
+// config is the data folder's custody.json.
+type config struct {
+	Origin  string `json:"origin"`
+	LogKey  string `json:"log_key"` // path of the log's private key, relative to the folder or absolute
+	Created string `json:"created"`
+}
+
+const configName = "custody.json"
+
+// Ledger is an open log. Its methods are safe for concurrent use.
+type Ledger struct {
+	dir    string
+	origin string
+	opts   Options
+	db     *badger.DB
+	logKey ed25519.PrivateKey
+	signer note.Signer
+	vkey   string // the checkpoint verifier key
+
+	prover *merkle.Prover
+	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
+
+	seqQ    chan *request
+	verifyQ chan *request
+	closing chan struct{}
+	closed  atomic.Bool
+	wg      sync.WaitGroup
+	closeMu sync.RWMutex // held for reading while enqueuing, for writing by Close
+
+	// Owned by the sequencer goroutine.
+	engine  *authority.Engine
+	builder *merkle.Builder
+	limiter *limiter
+	lastAt  time.Time
+
+	head atomic.Pointer[Head] // the latest committed tree head
+}
+
+// Head is a committed tree head: its size and signed checkpoint.
+type Head struct {
+	Size       uint64
+	Root       merkle.Hash
+	Checkpoint []byte // C2SP signed note
+}
+
+// ErrClosed is returned by calls on a closed ledger.
+var ErrClosed = errors.New("ledger: closed")
+
+// ErrLocked is returned when another process has the data folder open.
+var ErrLocked = errors.New("ledger: the data folder is in use by another process")
+
+// Open opens the ledger in dir, which Init created.
+func Open(dir string, opts Options) (*Ledger, error) {
+	opts.defaults()
+	raw, err := os.ReadFile(filepath.Join(dir, configName))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", dir, dir)
+		}
+		return nil, fmt.Errorf("reading ledger config: %w", err)
+	}
+	var cfg config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("ledger config %s: %w", filepath.Join(dir, configName), err)
+	}
+	keyPath := cfg.LogKey
+	if !filepath.IsAbs(keyPath) {
+		keyPath = filepath.Join(dir, keyPath)
+	}
+	logKey, err := sign.ReadPrivateKeyFile(keyPath, opts.Passphrase)
+	if err != nil {
+		return nil, fmt.Errorf("reading the log key: %w", err)
+	}
+	return open(dir, cfg.Origin, logKey, opts)
+}
+
+func open(dir, origin string, logKey ed25519.PrivateKey, opts Options) (*Ledger, error) {
+	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), opts))
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%w: %s (%v)", ErrLocked, dir, err)
+		}
+		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
+	}
+	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, logKey: logKey,
+		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
+		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst)}
+	if err := l.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	for i := 0; i < opts.Workers; i++ {
+		l.wg.Add(1)
+		go l.worker()
+	}
+	l.wg.Add(1)
+	go l.sequencer()
+	return l, nil
+}
+
+// load reads the tree head and prepares the builder, engine and prover.
+// Its cost does not depend on the log's size.
+func (l *Ledger) load() error {
+	var err error
+	if l.signer, err = merkle.NewSigner(l.origin, l.logKey); err != nil {
+		return fmt.Errorf("log key: %w", err)
+	}
+	if l.vkey, err = merkle.VerifierKey(l.origin, l.logKey.Public().(ed25519.PublicKey)); err != nil {
+		return fmt.Errorf("log key: %w", err)
+	}
+	var edgeBytes, cp, origin []byte
+	err = l.db.View(func(txn *badger.Txn) error {
+		var err error
+		if edgeBytes, err = getValue(txn, kEdge); err != nil {
+			return err
+		}
+		if cp, err = getValue(txn, kCheckpoint); err != nil {
+			return err
+		}
+		origin, err = getValue(txn, kOrigin)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reading the tree head: %w", err)
+	}
+	if origin != nil && string(origin) != l.origin {
+		return fmt.Errorf("the database holds log %q, but the config names %q", origin, l.origin)
+	}
+	edge := merkle.NewEdge()
+	if edgeBytes != nil {
+		if edge, err = merkle.ParseEdge(edgeBytes); err != nil {
+			return fmt.Errorf("stored tree edge: %w", err)
+		}
+	}
+	tiles := l.tileReader()
+	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
+		return fmt.Errorf("stored tiles: %w", err)
+	}
+	l.prover = merkle.NewProver(tiles, l.opts.ProofCacheTiles)
+	l.engine = authority.New(badgerStore{l.db})
+	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
+	if cp != nil {
+		c, err := merkle.OpenCheckpoint(cp, l.origin, l.vkey)
+		if err != nil {
+			return fmt.Errorf("stored checkpoint: %w", err)
+		}
+		if c.Size != h.Size || c.Root != h.Root {
+			return fmt.Errorf("stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, h.Size)
+		}
+	}
+	l.head.Store(h)
+	if m := l.engine.Meta(); m != nil && m.LastLoggedAt != "" {
+		l.lastAt, _ = statement.ParseLoggedAt(m.LastLoggedAt)
+	}
+	return nil
+}
+
+// Close stops accepting submissions, finishes those already queued,
+// and closes the database.
+func (l *Ledger) Close() error {
+	l.closeMu.Lock()
+	if l.closed.Swap(true) {
+		l.closeMu.Unlock()
+		return nil
+	}
+	close(l.closing)
+	l.closeMu.Unlock()
+	l.wg.Wait()
+	return l.db.Close()
+}
+
+// Origin is the log's origin (its checkpoint key name).
+func (l *Ledger) Origin() string { return l.origin }
+
+// Dir is the data folder.
+func (l *Ledger) Dir() string { return l.dir }
+
+// VerifierKey is the signed-note verifier key of the log's checkpoints.
+func (l *Ledger) VerifierKey() string { return l.vkey }
+
+// Head returns the latest committed tree head.
+func (l *Ledger) Head() Head { return *l.head.Load() }
+
+func badgerOptions(path string, o Options) badger.Options {
+	bo := badger.DefaultOptions(path).
+		// Every commit is fsynced: an acknowledged entry is durable.
+		WithSyncWrites(true).
+		// One writer (the sequencer) and no read-modify-write races between
+		// transactions: conflict detection is pure overhead.
+		WithDetectConflicts(false).
+		// Leaves, tiles and records are written once and overwritten only
+		// by the same key (tiles grow, records update): keep one version.
+		WithNumVersionsToKeep(1).
+		// 2 cores, small memory: two 32 MiB memtables (a 4 MiB batch is far
+		// below the 15% transaction limit), bounded caches for the reads
+		// proofs and bundles do, and compaction on both cores.
+		WithMemTableSize(32 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(4).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		WithNumCompactors(2).
+		// Values over 1 KiB (leaves, full tiles) go to the value log, so
+		// compaction does not rewrite them; small records stay in the LSM.
+		WithValueThreshold(1 << 10).
+		WithValueLogFileSize(256 << 20)
+	switch {
+	case o.BadgerLog != nil:
+		bo.Logger = o.BadgerLog
+	case os.Getenv("CUSTODY_BADGER_LOG") == "":
+		bo.Logger = nil // Badger is chatty at INFO; errors reach callers anyway
+	}
+	return bo
+}
+
+func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// badgerStore serves the authority engine's records from committed state.
+type badgerStore struct{ db *badger.DB }
+
+func (s badgerStore) Load(key string) ([]byte, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = getValue(txn, stateKey(key))
+		return err
+	})
+	return v, err
+}
+
+// tileReader reads committed hash tiles.
+func (l *Ledger) tileReader() merkle.TileReader {
+	return merkle.TileReaderFunc(func(level, index uint64) ([]byte, error) {
+		var v []byte
+		err := l.db.View(func(txn *badger.Txn) error {
+			var err error
+			v, err = getValue(txn, tileKey(level, index))
+			return err
+		})
+		if err == nil && v == nil {
+			err = fmt.Errorf("tile %d/%d is not stored", level, index)
+		}
+		return v, err
+	})
+}

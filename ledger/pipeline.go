@@ -1,0 +1,474 @@
+package ledger
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// Result is the ledger's answer to a submission that was logged, either as
+// the statement itself (Accepted) or as a DENIAL of it (Denied).
+type Result struct {
+	Verdict authority.Verdict
+	Index   uint64 // the statement's leaf, or its DENIAL's
+	Code    authority.Code
+	Reason  string
+	// Duplicate is true when these exact bytes were decided before; the
+	// result is that first decision and nothing new was appended.
+	Duplicate bool
+	Notes     []string
+	// Head is a checkpoint that includes Index, and Proof the inclusion
+	// proof of Index in it.
+	Head  Head
+	Proof []merkle.Hash
+}
+
+// request is one submission travelling through the pipeline.
+type request struct {
+	data     []byte
+	env      *sign.Parsed
+	refusal  *authority.DecisionError // set by the worker for steps 1–2
+	verified bool
+	hash     [32]byte
+	ready    chan struct{} // closed when the worker is done
+	done     chan answer   // buffered 1
+}
+
+type answer struct {
+	res *Result
+	err error
+}
+
+// leafOverhead bounds the bytes a leaf adds around its envelope:
+// {"envelope":…,"logged_at":"<≤30>","prev_in_workflow":<≤20>,"trust_head":<≤20>}.
+const leafOverhead = 128
+
+// MaxSubmission is the largest envelope accepted on the wire, before
+// canonicalisation; larger ones are refused as too_large unread.
+const MaxSubmission = 2 * statement.MaxLeafSize
+
+// Append submits one DSSE envelope and waits until it is durably logged.
+// It returns a Result for a logged decision (accepted or denied), or an
+// error when nothing was logged: a refusal (*authority.DecisionError),
+// ctx's error, ErrClosed, or a storage failure.
+//
+// If ctx ends after the submission was queued, the entry may still be
+// logged; the caller only stops waiting. A runtime must then treat the step
+// as not authorised.
+func (l *Ledger) Append(ctx context.Context, envelope []byte) (*Result, error) {
+	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
+	l.closeMu.RLock()
+	if l.closed.Load() {
+		l.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case l.seqQ <- req:
+	case <-ctx.Done():
+		l.closeMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	l.verifyQ <- req // workers drain it independently of the sequencer
+	l.closeMu.RUnlock()
+	select {
+	case a := <-req.done:
+		if a.err != nil || a.res == nil {
+			return nil, a.err
+		}
+		proof, err := l.prover.InclusionProof(a.res.Index, a.res.Head.Size)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d is durable, but its inclusion proof failed: %w", a.res.Index, err)
+		}
+		a.res.Proof = proof
+		return a.res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// QueueDepth is the number of submissions waiting to be sequenced.
+func (l *Ledger) QueueDepth() int { return len(l.seqQ) }
+
+func refusal(code authority.Code, format string, args ...any) *authority.DecisionError {
+	return &authority.DecisionError{Verdict: authority.Refused, Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// worker performs DESIGN §4 steps 1–2 for queued submissions in parallel.
+func (l *Ledger) worker() {
+	defer l.wg.Done()
+	for {
+		select {
+		case req := <-l.verifyQ:
+			l.check(req)
+		case <-l.closing:
+			// Finish what is queued, then stop.
+			for {
+				select {
+				case req := <-l.verifyQ:
+					l.check(req)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (l *Ledger) check(req *request) {
+	defer close(req.ready)
+	if len(req.data) > MaxSubmission {
+		req.refusal = refusal(authority.TooLarge, "submission of %d bytes exceeds the %d-byte limit", len(req.data), MaxSubmission)
+		return
+	}
+	env, err := sign.ParseEnvelope(req.data)
+	if err != nil {
+		req.refusal = refusal(authority.BadEnvelope, "%v", err)
+		return
+	}
+	canonical, err := env.Envelope.Canonical()
+	if err != nil {
+		req.refusal = refusal(authority.BadEnvelope, "%v", err)
+		return
+	}
+	if n := len(canonical) + leafOverhead; n > statement.MaxLeafSize {
+		req.refusal = refusal(authority.TooLarge, "the leaf would be about %d bytes; a leaf holds at most %d", n, statement.MaxLeafSize)
+		return
+	}
+	req.env, req.hash = env, env.DedupHash()
+	if pub := l.publicKey(env.KeyID); pub != nil {
+		if err := env.Verify(pub); err != nil {
+			req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
+			return
+		}
+		req.verified = true
+	}
+	// An unknown key may be bound by an earlier entry of the same batch:
+	// the sequencer verifies those itself.
+}
+
+// publicKey finds a bound key in committed state, caching it. A key id is
+// the SHA-256 of its key, so the cache cannot map an id to a wrong key.
+func (l *Ledger) publicKey(keyID string) ed25519.PublicKey {
+	if v, ok := l.keys.Load(keyID); ok {
+		return v.(ed25519.PublicKey)
+	}
+	raw, err := (badgerStore{l.db}).Load(authority.KeyRecordKey(keyID))
+	if err != nil || raw == nil {
+		return nil
+	}
+	var rec authority.KeyRec
+	if json.Unmarshal(raw, &rec) != nil {
+		return nil
+	}
+	pub, err := sign.ParsePublicKey(rec.PublicKey)
+	if err != nil {
+		return nil
+	}
+	l.keys.Store(keyID, pub)
+	return pub
+}
+
+// sequencer orders submissions, decides them and commits batches.
+func (l *Ledger) sequencer() {
+	defer l.wg.Done()
+	var carry *request
+	for {
+		var first *request
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case first = <-l.seqQ:
+			case <-l.closing:
+				// Drain: everything already queued is still decided.
+				select {
+				case first = <-l.seqQ:
+				default:
+					return
+				}
+			}
+		}
+		batch, bytes := []*request{first}, len(first.data)
+		var timer <-chan time.Time
+		if l.opts.MaxDelay > 0 {
+			timer = time.After(l.opts.MaxDelay)
+		}
+	collect:
+		for len(batch) < l.opts.MaxBatch {
+			var next *request
+			select {
+			case next = <-l.seqQ:
+			default:
+				if timer == nil {
+					break collect
+				}
+				select {
+				case next = <-l.seqQ:
+				case <-timer:
+					break collect
+				}
+			}
+			if bytes+len(next.data) > l.opts.MaxBatchBytes {
+				carry = next
+				break
+			}
+			batch, bytes = append(batch, next), bytes+len(next.data)
+		}
+		l.process(batch)
+	}
+}
+
+// pending is a batch entry waiting for its commit.
+type pendingAnswer struct {
+	req   *request
+	res   *Result
+	err   error
+	dupOf int // index into the batch of an identical submission, or -1
+}
+
+// process decides a batch and commits it in one transaction.
+func (l *Ledger) process(batch []*request) {
+	at := l.opts.Clock().UTC()
+	if at.Before(l.lastAt) {
+		at = l.lastAt // logged_at never goes backwards
+	}
+	head := l.head.Load()
+	next := head.Size
+	answers := make([]pendingAnswer, len(batch))
+	seen := make(map[[32]byte]int, len(batch))
+	var (
+		writes [][2][]byte
+		hashes []merkle.Hash
+	)
+	for i, req := range batch {
+		<-req.ready
+		a := &answers[i]
+		a.req, a.dupOf = req, -1
+		if req.refusal != nil {
+			a.err = req.refusal
+			continue
+		}
+		if j, ok := seen[req.hash]; ok {
+			a.dupOf = j
+			continue
+		}
+		if prior, err := l.priorDecision(req.hash); err != nil || prior != nil {
+			a.res, a.err = prior, err
+			continue
+		}
+		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified}, next, at)
+		var (
+			leafEnv []byte
+			link    authority.Link
+		)
+		switch d.Verdict {
+		case authority.Refused:
+			a.err = &authority.DecisionError{Verdict: d.Verdict, Code: d.Code, Reason: d.Reason}
+			continue
+		case authority.Accepted:
+			leafEnv, _ = req.env.Envelope.Canonical()
+			link = l.engine.Link(next, at, d.Statement)
+			h := d.Statement.Head()
+			writes = append(writes, [2][]byte{seqKey(req.env.KeyID, h.Seq), be64(next)})
+		case authority.Denied:
+			if !l.limiter.allow(d.SignerKey, at) {
+				a.err = refusal(authority.RateLimited, "key %s has had too many denials; this one was not logged (%s: %s)", d.SignerKey, d.Code, d.Reason)
+				continue
+			}
+			var doc *statement.DenialDoc
+			var err error
+			doc, leafEnv, err = l.denial(&d, req.env, next, at)
+			if err != nil {
+				a.err = err
+				continue
+			}
+			l.engine.AcceptDenial(doc, next)
+			link = l.engine.Link(next, at, doc)
+		}
+		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: statement.FormatLoggedAt(at),
+			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
+		if err != nil {
+			// The worker bounded the envelope's size, so this is a bug; the
+			// engine has already applied the decision, so the batch must go.
+			l.fail(batch, answers, fmt.Errorf("building leaf %d: %w", next, err))
+			return
+		}
+		writes = append(writes, [2][]byte{leafKey(next), leaf}, [2][]byte{hashKey(req.hash), be64(next)})
+		hashes = append(hashes, merkle.LeafHash(leaf))
+		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes}
+		seen[req.hash] = i
+		next++
+	}
+	if len(hashes) > 0 {
+		newHead, err := l.commit(writes, hashes, at)
+		if err != nil {
+			l.fail(batch, answers, err)
+			return
+		}
+		head = newHead
+	}
+	for i := range answers {
+		a := &answers[i]
+		if a.dupOf >= 0 {
+			if src := answers[a.dupOf].res; src != nil {
+				cp := *src
+				cp.Duplicate = true
+				a.res = &cp
+			}
+		}
+		if a.res != nil {
+			a.res.Head = *head
+		}
+		a.req.done <- answer{res: a.res, err: a.err}
+	}
+}
+
+// denial builds and signs the DENIAL for decision d; it leaves the denied
+// envelope out only if the DENIAL would not fit in a leaf with it.
+func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, at time.Time) (*statement.DenialDoc, []byte, error) {
+	for _, with := range []bool{true, false} {
+		doc := l.engine.Denial(d, env, index, at, with)
+		payload, err := statement.Marshal(doc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
+		}
+		e, err := sign.Sign(l.logKey, statement.Denial.Lower(), payload)
+		if err != nil {
+			return nil, nil, fmt.Errorf("signing DENIAL %d: %w", index, err)
+		}
+		c, err := e.Canonical()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(c)+leafOverhead <= statement.MaxLeafSize {
+			return doc, c, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("DENIAL %d does not fit in a leaf even without the envelope", index)
+}
+
+// commit writes a batch in one transaction with the new tiles, edge and
+// signed checkpoint, and publishes the new head after the commit.
+func (l *Ledger) commit(writes [][2][]byte, hashes []merkle.Hash, at time.Time) (*Head, error) {
+	if err := l.builder.AppendBatch(hashes); err != nil {
+		return nil, fmt.Errorf("extending the tree: %w", err)
+	}
+	size, root := l.builder.Size(), l.builder.Root()
+	cp, err := merkle.SignCheckpoint(l.origin, size, root, l.signer)
+	if err != nil {
+		return nil, fmt.Errorf("signing the checkpoint: %w", err)
+	}
+	edge, err := l.builder.Edge().MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	txn := l.db.NewTransaction(true)
+	defer txn.Discard()
+	set := func(k, v []byte) {
+		if err == nil {
+			err = txn.Set(k, v)
+		}
+	}
+	for _, w := range writes {
+		set(w[0], w[1])
+	}
+	for _, t := range l.builder.Flush() {
+		set(tileKey(t.Level, t.Index), t.Data)
+	}
+	l.engine.Dirty(func(k string, v []byte) { set(stateKey(k), v) })
+	set(kEdge, edge)
+	set(kCheckpoint, cp)
+	if size == uint64(len(hashes)) {
+		set(kOrigin, []byte(l.origin))
+	}
+	if err == nil {
+		err = txn.Commit() // SyncWrites: durable when this returns nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("committing %d entries: %w", len(hashes), err)
+	}
+	l.engine.Committed()
+	l.lastAt = at
+	h := &Head{Size: size, Root: root, Checkpoint: cp}
+	l.head.Store(h)
+	return h, nil
+}
+
+// fail answers a batch that could not be committed and rebuilds the
+// in-memory state from what is stored, so the ledger keeps working.
+func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
+	l.engine.Discard()
+	if e := l.reload(); e != nil {
+		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
+	}
+	for i := range batch {
+		a := answers[i]
+		if a.req == nil { // not reached before the failure
+			a.req = batch[i]
+			<-a.req.ready
+		}
+		if a.err == nil {
+			a.err = err
+			a.res = nil
+		}
+		a.req.done <- answer{err: a.err, res: nil}
+	}
+}
+
+// reload rebuilds the tree builder from committed tiles.
+func (l *Ledger) reload() error {
+	var edgeBytes []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		edgeBytes, err = getValue(txn, kEdge)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	edge := merkle.NewEdge()
+	if edgeBytes != nil {
+		if edge, err = merkle.ParseEdge(edgeBytes); err != nil {
+			return err
+		}
+	}
+	b, err := merkle.NewBuilder(edge, l.tileReader())
+	if err != nil {
+		return err
+	}
+	l.builder = b
+	return nil
+}
+
+// priorDecision returns the logged decision for a submission whose exact
+// bytes were decided before, or nil.
+func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
+	var idx []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		idx, err = getValue(txn, hashKey(h))
+		return err
+	})
+	if err != nil || idx == nil {
+		return nil, err
+	}
+	index := u64(idx)
+	e, err := l.Entry(index)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Verdict: authority.Accepted, Index: index, Duplicate: true}
+	if den, ok := e.Statement.(*statement.DenialDoc); ok && e.Envelope.KeyID != "" {
+		r.Verdict, r.Code, r.Reason = authority.Denied, authority.Code(den.ReasonCode), den.Reason
+	}
+	return r, nil
+}

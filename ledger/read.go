@@ -1,0 +1,271 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// ErrNotFound is returned for an index, id or tile the log does not hold.
+var ErrNotFound = errors.New("not found")
+
+// Entry is one leaf of the log, decoded.
+type Entry struct {
+	Index     uint64
+	Leaf      []byte // the exact bytes the tree hashes
+	LoggedAt  time.Time
+	Prev      *uint64 // prev_in_workflow
+	TrustHead uint64
+	Envelope  *sign.Parsed
+	Statement statement.Statement
+}
+
+// Kind is the entry's statement kind.
+func (e *Entry) Kind() statement.Kind { return e.Statement.Head().Type }
+
+// LeafBytes returns the raw leaf at index.
+func (l *Ledger) LeafBytes(index uint64) ([]byte, error) {
+	var v []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = getValue(txn, leafKey(index))
+		return err
+	})
+	if err == nil && v == nil {
+		return nil, fmt.Errorf("entry %d: %w (the log has %d entries)", index, ErrNotFound, l.Head().Size)
+	}
+	return v, err
+}
+
+// Entry returns the entry at index.
+func (l *Ledger) Entry(index uint64) (*Entry, error) {
+	raw, err := l.LeafBytes(index)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeEntry(index, raw)
+}
+
+// DecodeEntry decodes a stored leaf. It checks form, not authority.
+func DecodeEntry(index uint64, raw []byte) (*Entry, error) {
+	leaf, at, err := statement.ParseLeaf(raw)
+	if err != nil {
+		return nil, fmt.Errorf("entry %d: %w", index, err)
+	}
+	env, err := sign.ParseEnvelope(leaf.Envelope)
+	if err != nil {
+		return nil, fmt.Errorf("entry %d: %w", index, err)
+	}
+	kind, _ := statement.KindOfPayloadType(env.PayloadType)
+	st, err := statement.Parse(kind, env.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("entry %d: %w", index, err)
+	}
+	return &Entry{Index: index, Leaf: raw, LoggedAt: at, Prev: leaf.PrevInWorkflow, TrustHead: leaf.TrustHead, Envelope: env, Statement: st}, nil
+}
+
+func (l *Ledger) record(key string, v any) (bool, error) {
+	raw, err := (badgerStore{l.db}).Load(key)
+	if err != nil || raw == nil {
+		return false, err
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// EntryByID returns the entry of an accepted statement (or DENIAL) by id.
+func (l *Ledger) EntryByID(id string) (*Entry, error) {
+	var rec authority.IDRec
+	ok, err := l.record(authority.IDRecordKey(id), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("statement %q: %w", id, ErrNotFound)
+	}
+	return l.Entry(rec.Index)
+}
+
+// NextSeq is the seq a key's next statement must carry.
+func (l *Ledger) NextSeq(keyID string) (uint64, error) {
+	var rec authority.KeyRec
+	ok, err := l.record(authority.KeyRecordKey(keyID), &rec)
+	if err != nil || !ok {
+		return 1, err
+	}
+	return rec.LastSeq + 1, nil
+}
+
+// KeyBinding returns a key's binding, or nil.
+func (l *Ledger) KeyBinding(keyID string) (*authority.KeyRec, error) {
+	var rec authority.KeyRec
+	ok, err := l.record(authority.KeyRecordKey(keyID), &rec)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// WorkflowIndexes returns the indexes of a workflow's leaves in log order,
+// found by walking prev_in_workflow back from its latest leaf.
+func (l *Ledger) WorkflowIndexes(wf string) ([]uint64, error) {
+	var rec authority.WorkflowRec
+	ok, err := l.record(authority.WorkflowRecordKey(wf), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+	}
+	var out []uint64
+	for i, next := 0, &rec.Last; next != nil; i++ {
+		if i > 100_000_000 {
+			return nil, fmt.Errorf("workflow %q: back-link loop", wf)
+		}
+		out = append(out, *next)
+		e, err := l.leafLinks(*next)
+		if err != nil {
+			return nil, err
+		}
+		next = e
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+func (l *Ledger) leafLinks(index uint64) (*uint64, error) {
+	raw, err := l.LeafBytes(index)
+	if err != nil {
+		return nil, err
+	}
+	leaf, _, err := statement.ParseLeaf(raw)
+	if err != nil {
+		return nil, err
+	}
+	return leaf.PrevInWorkflow, nil
+}
+
+// TrustIndexes returns the GENESIS/PRINCIPAL chain from head back to 0, in
+// log order.
+func (l *Ledger) TrustIndexes(head uint64) ([]uint64, error) {
+	var out []uint64
+	for next := &head; next != nil; {
+		out = append(out, *next)
+		if *next == 0 {
+			break
+		}
+		p, err := l.leafLinks(*next)
+		if err != nil {
+			return nil, err
+		}
+		next = p
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// InclusionProof proves the leaf at index in the tree of size (0: the
+// latest committed size).
+func (l *Ledger) InclusionProof(index, size uint64) ([]merkle.Hash, error) {
+	head := l.Head()
+	if size == 0 {
+		size = head.Size
+	}
+	if size > head.Size || index >= size {
+		return nil, fmt.Errorf("no inclusion proof for index %d at size %d: the log has %d entries", index, size, head.Size)
+	}
+	return l.prover.InclusionProof(index, size)
+}
+
+// ConsistencyProof proves the tree of size1 is a prefix of the tree of size2.
+func (l *Ledger) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
+	head := l.Head()
+	if size1 > size2 || size2 > head.Size || size1 == 0 {
+		return nil, fmt.Errorf("no consistency proof from %d to %d: need 0 < from <= to <= %d", size1, size2, head.Size)
+	}
+	return l.prover.ConsistencyProof(size1, size2)
+}
+
+// RootAt returns the root hash of the tree of an earlier size.
+func (l *Ledger) RootAt(size uint64) (merkle.Hash, error) {
+	if size > l.Head().Size {
+		return merkle.Hash{}, fmt.Errorf("size %d is beyond the log's %d entries", size, l.Head().Size)
+	}
+	return l.prover.RootAt(size)
+}
+
+// Tile returns a hash tile as tlog-tiles serves it: width hashes (1..256)
+// of tile level, index, if the committed tree holds that many.
+func (l *Ledger) Tile(level, index uint64, width int) ([]byte, error) {
+	var v []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = getValue(txn, tileKey(level, index))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A tile may have grown past the committed head only in a transaction
+	// that has not committed, which a reader cannot see.
+	if len(v) < width*merkle.HashSize {
+		return nil, fmt.Errorf("tile %d/%d of width %d: %w", level, index, width, ErrNotFound)
+	}
+	return v[:width*merkle.HashSize], nil
+}
+
+// EntryBundle returns the tlog-tiles entry bundle index of width leaves.
+func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
+	first := index * merkle.TileWidth
+	if first+uint64(width) > l.Head().Size {
+		return nil, fmt.Errorf("entry bundle %d of width %d: %w", index, width, ErrNotFound)
+	}
+	var leaves [][]byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		for i := uint64(0); i < uint64(width); i++ {
+			v, err := getValue(txn, leafKey(first+i))
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				return fmt.Errorf("entry %d: %w", first+i, ErrNotFound)
+			}
+			leaves = append(leaves, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merkle.EncodeEntryBundle(leaves)
+}
+
+// StateRecords returns every stored authority state record, for audits
+// that compare it with a replay of the log.
+func (l *Ledger) StateRecords() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := l.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pState}, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(it.Item().Key()[1:])] = v
+		}
+		return nil
+	})
+	return out, err
+}

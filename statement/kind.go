@@ -1,0 +1,48 @@
+package statement
+
+import "strings"
+
+// Kind is a statement's "type" field.
+type Kind string
+
+const (
+	Genesis   Kind = "GENESIS"
+	Principal Kind = "PRINCIPAL"
+	Confirm   Kind = "CONFIRM"
+	Delegate  Kind = "DELEGATE"
+	Revoke    Kind = "REVOKE"
+	Receipt   Kind = "RECEIPT"
+	Stop      Kind = "STOP"
+	Resume    Kind = "RESUME"
+	Denial    Kind = "DENIAL"
+)
+
+// Kinds lists every kind in the order DESIGN §2 gives them.
+var Kinds = []Kind{Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop, Resume, Denial}
+
+// Lower is the kind as it appears in a payload type:
+// application/vnd.custody.<lower>.v1+json.
+func (k Kind) Lower() string { return strings.ToLower(string(k)) }
+
+// PayloadType is the DSSE payloadType of the kind.
+func (k Kind) PayloadType() string { return "application/vnd.custody." + k.Lower() + ".v1+json" }
+
+// KindOfPayloadType is the inverse of PayloadType; ok is false for any other string.
+func KindOfPayloadType(pt string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.PayloadType() == pt {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// Valid reports whether k is one of the nine kinds.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

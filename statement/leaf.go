@@ -1,0 +1,70 @@
+package statement
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/custodylog/custody/canon"
+)
+
+// MaxLeafSize is the largest leaf the log holds: tlog-tiles entry bundles
+// prefix each entry with a uint16 length (DESIGN §5).
+const MaxLeafSize = 65535
+
+// Leaf is what the Merkle tree hashes: a signed envelope with the ledger's
+// acceptance time and the two back-links of DESIGN §5.
+type Leaf struct {
+	// Envelope is the canonical JSON of the DSSE envelope.
+	Envelope canon.RawJSON `json:"envelope"`
+	// LoggedAt is the ledger's acceptance time, RFC 3339 UTC, with as many
+	// fractional digits as needed and no trailing zeros.
+	LoggedAt string `json:"logged_at"`
+	// PrevInWorkflow is the index of the previous leaf of the same workflow
+	// (or, for GENESIS/PRINCIPAL, of the trust chain); nil for the first.
+	PrevInWorkflow *uint64 `json:"prev_in_workflow,omitempty"`
+	// TrustHead is the index of the latest GENESIS/PRINCIPAL leaf before
+	// this one (0 for GENESIS itself).
+	TrustHead uint64 `json:"trust_head"`
+}
+
+// FormatLoggedAt is the one spelling of an acceptance time.
+func FormatLoggedAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// ParseLoggedAt reads an acceptance time, rejecting every other spelling.
+func ParseLoggedAt(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || !strings.HasSuffix(s, "Z") || FormatLoggedAt(t) != s {
+		return time.Time{}, fmt.Errorf("logged_at %q is not RFC 3339 UTC without trailing zeros", s)
+	}
+	return t, nil
+}
+
+// MarshalLeaf returns the canonical bytes of l, refusing leaves over
+// MaxLeafSize.
+func MarshalLeaf(l *Leaf) ([]byte, error) {
+	b, err := canon.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxLeafSize {
+		return nil, fmt.Errorf("leaf of %d bytes exceeds the %d-byte limit", len(b), MaxLeafSize)
+	}
+	return b, nil
+}
+
+// ParseLeaf reads a leaf: canonical, closed schema, valid acceptance time.
+func ParseLeaf(b []byte) (*Leaf, time.Time, error) {
+	if len(b) > MaxLeafSize {
+		return nil, time.Time{}, fmt.Errorf("leaf of %d bytes exceeds the %d-byte limit", len(b), MaxLeafSize)
+	}
+	var l Leaf
+	if err := canon.Unmarshal(b, &l); err != nil {
+		return nil, time.Time{}, fmt.Errorf("leaf: %w", err)
+	}
+	t, err := ParseLoggedAt(l.LoggedAt)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("leaf: %w", err)
+	}
+	return &l, t, nil
+}

@@ -1,0 +1,243 @@
+package statement
+
+import (
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/sign"
+)
+
+// Header holds the fields every statement carries (DESIGN §2).
+type Header struct {
+	Type      Kind   `json:"type"`
+	Timestamp string `json:"timestamp"` // RFC 3339, UTC, "Z", whole seconds
+	Log       string `json:"log"`       // the log's origin
+	Actor     string `json:"actor"`     // the signing key's bound name
+	Seq       uint64 `json:"seq"`       // per signing key, from 1
+}
+
+// Head returns the common fields; it lets every kind satisfy Statement.
+func (h *Header) Head() *Header { return h }
+
+// Statement is any of the nine kinds.
+type Statement interface {
+	Head() *Header
+	// ID is the statement's id field (genesis_id, confirm_id, ...).
+	ID() string
+	// WorkflowID is the workflow the statement belongs to, "" for GENESIS
+	// and PRINCIPAL (they form the trust chain) and for a DENIAL that names
+	// none.
+	WorkflowID() string
+	validate() error
+}
+
+// GenesisDoc is leaf 0: the trust root and the log's parameters.
+type GenesisDoc struct {
+	Header
+	GenesisID        string `json:"genesis_id"`
+	AdminKey         string `json:"admin_key"` // base64 raw Ed25519 public key
+	LogKey           string `json:"log_key"`   // signed-note verifier key, name = origin
+	MaxDepth         int64  `json:"max_depth,omitempty"`
+	ClockSkewSeconds int64  `json:"clock_skew_seconds,omitempty"`
+	MaxTTLSeconds    int64  `json:"max_ttl_seconds,omitempty"`
+}
+
+// Defaults of DESIGN §2, used when GENESIS omits a parameter.
+const (
+	DefaultMaxDepth         = 3
+	DefaultClockSkewSeconds = 300
+	DefaultMaxTTLSeconds    = 2592000
+)
+
+// Params returns the log parameters with defaults applied.
+func (g *GenesisDoc) Params() (maxDepth, clockSkew, maxTTL int64) {
+	maxDepth, clockSkew, maxTTL = g.MaxDepth, g.ClockSkewSeconds, g.MaxTTLSeconds
+	if maxDepth == 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if clockSkew == 0 {
+		clockSkew = DefaultClockSkewSeconds
+	}
+	if maxTTL == 0 {
+		maxTTL = DefaultMaxTTLSeconds
+	}
+	return
+}
+
+// Principal operations.
+const (
+	OpEnroll = "enroll"
+	OpRetire = "retire"
+)
+
+// PrincipalDoc enrolls or retires a person's or organisation's key.
+type PrincipalDoc struct {
+	Header
+	PrincipalID string `json:"principal_id"`
+	Op          string `json:"op"`
+	Name        string `json:"name"`
+	PublicKey   string `json:"public_key"`
+}
+
+// Grantee names the agent a grant is made to.
+type Grantee struct {
+	Name      string `json:"name"`
+	PublicKey string `json:"public_key"`
+}
+
+// Grant is what CONFIRM and DELEGATE share.
+type Grant struct {
+	Grantee    Grantee          `json:"grantee"`
+	Scope      scope.Scope      `json:"scope"`
+	Limits     map[string]int64 `json:"limits,omitempty"`
+	TTLSeconds int64            `json:"ttl_seconds"`
+	Revocable  bool             `json:"revocable"`
+	ScopeHash  string           `json:"scope_hash"`
+}
+
+// Risk levels of a CONFIRM.
+var RiskLevels = []string{"low", "medium", "high"}
+
+// ConfirmDoc is a principal granting an agent bounded authority (depth 1).
+type ConfirmDoc struct {
+	Header
+	ConfirmID string `json:"confirm_id"`
+	Grant
+	RiskLevel string `json:"risk_level,omitempty"`
+}
+
+// DelegateDoc hands a sub-agent a proper part of its signer's grant.
+type DelegateDoc struct {
+	Header
+	DelegationID    string `json:"delegation_id"`
+	ParentRef       string `json:"parent_ref"`
+	ParentScopeHash string `json:"parent_scope_hash"`
+	Grant
+}
+
+// RevokeDoc ends a grant and everything below it.
+type RevokeDoc struct {
+	Header
+	RevokeID  string `json:"revoke_id"`
+	Workflow  string `json:"workflow_id"`
+	TargetRef string `json:"target_ref"`
+	Reason    string `json:"reason"`
+}
+
+// Receipt results.
+const (
+	ResultPending = "pending"
+	ResultSuccess = "success"
+	ResultFailure = "failure"
+	ResultPartial = "partial"
+)
+
+// ReceiptDoc is the gate before an irreversible step (result "pending") or
+// the record of what happened (any other result).
+type ReceiptDoc struct {
+	Header
+	ReceiptID        string            `json:"receipt_id"`
+	Workflow         string            `json:"workflow_id"`
+	StepID           string            `json:"step_id"`
+	Action           string            `json:"action"`
+	Target           string            `json:"target"`
+	AuthorizationRef string            `json:"authorization_ref"`
+	Result           string            `json:"result"`
+	ScopeHash        string            `json:"scope_hash"`
+	Reserve          map[string]int64  `json:"reserve,omitempty"`     // pending only
+	Consumed         map[string]int64  `json:"consumed,omitempty"`    // outcome only
+	PendingRef       string            `json:"pending_ref,omitempty"` // outcome only
+	SideEffects      map[string]string `json:"side_effects,omitempty"`
+	EvidenceRefs     []string          `json:"evidence_refs,omitempty"`
+	Error            string            `json:"error,omitempty"` // outcome only
+}
+
+// IsPending reports whether the receipt is the gate before a step.
+func (r *ReceiptDoc) IsPending() bool { return r.Result == ResultPending }
+
+// Stop scopes and takeover modes.
+const (
+	StopStep  = "step"
+	StopChain = "chain"
+
+	TakeoverHuman    = "human"
+	TakeoverPause    = "pause"
+	TakeoverDelegate = "delegate_to_other_agent"
+)
+
+// StopDoc halts a step (and the steps below it) or a whole workflow.
+type StopDoc struct {
+	Header
+	RequestID    string `json:"request_id"`
+	Workflow     string `json:"workflow_id"`
+	StopScope    string `json:"stop_scope"`
+	StepID       string `json:"step_id,omitempty"` // step scope only
+	TakeoverMode string `json:"takeover_mode"`
+	TakeoverTo   string `json:"takeover_to,omitempty"` // delegate_to_other_agent only
+	Reason       string `json:"reason"`
+}
+
+// ResumeDoc lifts exactly one STOP.
+type ResumeDoc struct {
+	Header
+	ResumeID string `json:"resume_id"`
+	Workflow string `json:"workflow_id"`
+	StopRef  string `json:"stop_ref"`
+}
+
+// DenialDoc records a blocked submission; the log key signs it.
+type DenialDoc struct {
+	Header
+	DenialID       string         `json:"denial_id"`
+	Envelope       *sign.Envelope `json:"envelope,omitempty"` // omitted if the leaf would be too large
+	EnvelopeSHA256 string         `json:"envelope_sha256"`
+	SignerKeyID    string         `json:"signer_keyid"`
+	StatementType  Kind           `json:"statement_type"`
+	StatementID    string         `json:"statement_id,omitempty"` // absent when the payload could not be read
+	Workflow       string         `json:"workflow_id,omitempty"`  // only when the signer holds or issued a grant in it
+	ReasonCode     string         `json:"reason_code"`
+	Reason         string         `json:"reason"`
+}
+
+func (d *GenesisDoc) ID() string   { return d.GenesisID }
+func (d *PrincipalDoc) ID() string { return d.PrincipalID }
+func (d *ConfirmDoc) ID() string   { return d.ConfirmID }
+func (d *DelegateDoc) ID() string  { return d.DelegationID }
+func (d *RevokeDoc) ID() string    { return d.RevokeID }
+func (d *ReceiptDoc) ID() string   { return d.ReceiptID }
+func (d *StopDoc) ID() string      { return d.RequestID }
+func (d *ResumeDoc) ID() string    { return d.ResumeID }
+func (d *DenialDoc) ID() string    { return d.DenialID }
+
+func (d *GenesisDoc) WorkflowID() string   { return "" }
+func (d *PrincipalDoc) WorkflowID() string { return "" }
+func (d *ConfirmDoc) WorkflowID() string   { return d.Scope.WorkflowID }
+func (d *DelegateDoc) WorkflowID() string  { return d.Scope.WorkflowID }
+func (d *RevokeDoc) WorkflowID() string    { return d.Workflow }
+func (d *ReceiptDoc) WorkflowID() string   { return d.Workflow }
+func (d *StopDoc) WorkflowID() string      { return d.Workflow }
+func (d *ResumeDoc) WorkflowID() string    { return d.Workflow }
+func (d *DenialDoc) WorkflowID() string    { return d.Workflow }
+
+// New returns an empty statement of kind k, ready to be decoded into.
+func New(k Kind) Statement {
+	switch k {
+	case Genesis:
+		return &GenesisDoc{}
+	case Principal:
+		return &PrincipalDoc{}
+	case Confirm:
+		return &ConfirmDoc{}
+	case Delegate:
+		return &DelegateDoc{}
+	case Revoke:
+		return &RevokeDoc{}
+	case Receipt:
+		return &ReceiptDoc{}
+	case Stop:
+		return &StopDoc{}
+	case Resume:
+		return &ResumeDoc{}
+	case Denial:
+		return &DenialDoc{}
+	}
+	return nil
+}
