@@ -1,0 +1,155 @@
+package merkle
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// A Checkpoint is a signed tree head in C2SP tlog-checkpoint form: the log's
+// origin, the tree size, and the tree's root hash.
+type Checkpoint struct {
+	Origin string
+	Size   uint64
+	Root   Hash
+}
+
+// algEd25519 is the signed-note signature type of Ed25519 keys.
+const algEd25519 = 0x01
+
+// signer is a note.Signer over an Ed25519 private key.
+type signer struct {
+	name string
+	hash uint32
+	key  ed25519.PrivateKey
+}
+
+func (s *signer) Name() string                    { return s.name }
+func (s *signer) KeyHash() uint32                 { return s.hash }
+func (s *signer) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.key, msg), nil }
+
+// NewSigner returns a C2SP signed-note signer that signs with the given
+// Ed25519 key under the given key name (for a log: its origin). Its key hash
+// is, as in golang.org/x/mod/sumdb/note, the first 4 bytes (big-endian) of
+// SHA-256(name || "\n" || 0x01 || public key).
+func NewSigner(name string, key ed25519.PrivateKey) (note.Signer, error) {
+	if !isValidKeyName(name) {
+		return nil, fmt.Errorf("merkle: invalid signed-note key name %q", name)
+	}
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("merkle: Ed25519 private key is %d bytes, want %d", len(key), ed25519.PrivateKeySize)
+	}
+	if !ed25519.NewKeyFromSeed(key.Seed()).Equal(key) {
+		return nil, errors.New("merkle: Ed25519 private key does not match its public half")
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	return &signer{name: name, hash: keyHash(name, pub), key: key}, nil
+}
+
+// keyHash returns the signed-note key hash of an Ed25519 key:
+// SHA-256(name || "\n" || 0x01 || public key)[:4], big-endian.
+func keyHash(name string, pub ed25519.PublicKey) uint32 {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{'\n', algEd25519})
+	h.Write(pub)
+	return binary.BigEndian.Uint32(h.Sum(nil))
+}
+
+// VerifierKey returns the signed-note verifier key string
+// (<name>+<hex key hash>+<base64 0x01||public key>) for an Ed25519 public
+// key, as note.NewEd25519VerifierKey does, after checking the name.
+func VerifierKey(name string, pub ed25519.PublicKey) (string, error) {
+	if !isValidKeyName(name) {
+		return "", fmt.Errorf("merkle: invalid signed-note key name %q", name)
+	}
+	return note.NewEd25519VerifierKey(name, pub)
+}
+
+// isValidKeyName reports whether name is a valid signed-note key name (and so
+// a valid origin for this package): non-empty UTF-8 without spaces or "+".
+func isValidKeyName(name string) bool {
+	return name != "" && utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsSpace) < 0 && !strings.Contains(name, "+")
+}
+
+// SignCheckpoint returns the C2SP tlog-checkpoint for the tree of the given
+// size and root, signed as a C2SP signed note by signer, whose key name must
+// be the origin ([ErrWrongOrigin] otherwise).
+func SignCheckpoint(origin string, size uint64, root Hash, signer note.Signer) ([]byte, error) {
+	if !isValidKeyName(origin) {
+		return nil, fmt.Errorf("merkle: invalid checkpoint origin %q", origin)
+	}
+	if signer.Name() != origin {
+		return nil, fmt.Errorf("%w: signer key name %q, origin %q", ErrWrongOrigin, signer.Name(), origin)
+	}
+	body := log.Checkpoint{Origin: origin, Size: size, Hash: root[:]}.Marshal()
+	msg, err := note.Sign(&note.Note{Text: string(body)}, signer)
+	if err != nil {
+		return nil, fmt.Errorf("merkle: couldn't sign checkpoint: %w", err)
+	}
+	return msg, nil
+}
+
+// OpenCheckpoint verifies a signed checkpoint of the log with the given
+// origin and signed-note verifier key (whose name must be the origin), and
+// returns its content.
+//
+// Signatures by other keys (witness cosignatures) are ignored: they neither
+// help nor hurt. It returns an error wrapping [ErrUnsignedCheckpoint] if no
+// valid signature by the log key is present (or the log key's signature is
+// invalid), [ErrWrongOrigin] if the checkpoint or key names another log, and
+// [ErrMalformedCheckpoint] if the signed body is not exactly the three lines
+// this log writes (canonical decimal size, canonical base64 of a 32-byte
+// root, no extension lines).
+func OpenCheckpoint(text []byte, origin string, verifierKey string) (Checkpoint, error) {
+	v, err := note.NewVerifier(verifierKey)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("merkle: invalid verifier key %q: %w", verifierKey, err)
+	}
+	if v.Name() != origin {
+		return Checkpoint{}, fmt.Errorf("%w: verifier key is for %q, want %q", ErrWrongOrigin, v.Name(), origin)
+	}
+	cp, _, n, err := log.ParseCheckpoint(text, origin, v)
+	if err != nil {
+		return Checkpoint{}, classifyOpenError(text, origin, v, err)
+	}
+	if len(cp.Hash) != HashSize {
+		return Checkpoint{}, fmt.Errorf("%w: root hash is %d bytes, want %d", ErrMalformedCheckpoint, len(cp.Hash), HashSize)
+	}
+	// Exactly the three lines SignCheckpoint writes: this rejects extension
+	// lines, leading zeros and non-canonical base64.
+	c := Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: Hash(cp.Hash)}
+	if canon := (log.Checkpoint{Origin: c.Origin, Size: c.Size, Hash: c.Root[:]}).Marshal(); !bytes.Equal(canon, []byte(n.Text)) {
+		return Checkpoint{}, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
+	}
+	return c, nil
+}
+
+// classifyOpenError turns a failure of log.ParseCheckpoint, which does not
+// wrap its causes, into one of this package's sentinels.
+func classifyOpenError(text []byte, origin string, v note.Verifier, err error) error {
+	n, oerr := note.Open(text, note.VerifierList(v))
+	var unverified *note.UnverifiedNoteError
+	var invalid *note.InvalidSignatureError
+	switch {
+	case errors.As(oerr, &unverified):
+		return fmt.Errorf("%w: no signature by %s+%08x", ErrUnsignedCheckpoint, v.Name(), v.KeyHash())
+	case errors.As(oerr, &invalid):
+		return fmt.Errorf("%w: invalid signature by %s+%08x", ErrUnsignedCheckpoint, v.Name(), v.KeyHash())
+	case oerr != nil:
+		return fmt.Errorf("%w: %v", ErrMalformedCheckpoint, oerr)
+	}
+	if first, _, _ := strings.Cut(n.Text, "\n"); first != origin {
+		return fmt.Errorf("%w: checkpoint origin %q, want %q", ErrWrongOrigin, first, origin)
+	}
+	return fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
+}
