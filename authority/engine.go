@@ -2,8 +2,10 @@ package authority
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -66,10 +68,36 @@ var ErrState = errors.New("authority: state store failed")
 // Engine decides submissions against the state of one log.
 type Engine struct {
 	st *state
+	// partial is set for a view that holds only some of the log's leaves
+	// (a bundle: the trust chain and one workflow). See NewView.
+	partial bool
 }
 
 // New returns an engine over the records in store.
 func New(store Store) *Engine { return &Engine{st: newState(store)} }
+
+// NewView returns an engine for replaying a partial view of a log: the
+// trust chain and one workflow's complete back-link chain, as a bundle
+// carries them. Leaves need not be contiguous; a key's seq must only grow
+// (its other statements may be elsewhere); and a DENIAL whose reason rests
+// on facts outside the view (WholeLogCodes) is reported in the decision's
+// Notes instead of being re-checked. Everything else is decided exactly as
+// the ledger decides it.
+func NewView(store Store) *Engine { return &Engine{st: newState(store), partial: true} }
+
+// WholeLogCodes are the denial reasons that can rest on leaves outside a
+// workflow's view: another workflow's use of an id, key or name, a key's
+// seq elsewhere, or a reference into another workflow.
+var WholeLogCodes = map[Code]bool{
+	SeqMismatch: true, DuplicateID: true, IdentityConflict: true, WorkflowMismatch: true,
+}
+
+// DryRun decides sub as Decide does and then undoes any change it made.
+func (e *Engine) DryRun(sub Submission, index uint64, loggedAt time.Time) Decision {
+	e.st.journal = map[string]journalEntry{}
+	defer e.st.undo()
+	return e.Decide(sub, index, loggedAt)
+}
 
 // Meta returns the log's parameters, or nil before GENESIS.
 func (e *Engine) Meta() *Meta { return get[Meta](e.st, keyMeta) }
@@ -112,8 +140,29 @@ func (e *Engine) PublicKey(keyID string) (ed25519.PublicKey, bool) {
 	if k == nil {
 		return nil, false
 	}
-	pub, err := sign.ParsePublicKey(k.PublicKey)
-	return pub, err == nil
+	pub := boundKey(k.PublicKey)
+	return pub, pub != nil
+}
+
+// skewLimit is clock_skew_seconds as a Duration. It saturates: GENESIS may
+// name more seconds than a Duration holds (about 292 years), and a wrapped
+// product would silently enforce some other, possibly tiny, tolerance.
+func skewLimit(secs int64) time.Duration {
+	if secs > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// boundKey decodes the stored public key of a bound key. It passed
+// sign.CheckPublicKey when it was bound (DESIGN §1), so it is only decoded
+// here: the curve checks cost far more than verifying a signature.
+func boundKey(s string) ed25519.PublicKey {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil
+	}
+	return ed25519.PublicKey(b)
 }
 
 // Dirty calls put for every record changed since the last Committed, in a
@@ -159,6 +208,28 @@ type Submission struct {
 // acceptance the state is updated at once, so later submissions of the same
 // batch see it. A refused or denied submission changes nothing.
 func (e *Engine) Decide(sub Submission, index uint64, loggedAt time.Time) Decision {
+	// A record the Store failed to read is not an absent record: a decision
+	// that met a failed read is refused, and whatever it changed is undone,
+	// so that nothing decided on a partial view is logged or committed.
+	outer := e.st.journal == nil // DryRun journals (and undoes) itself
+	if outer {
+		e.st.journal = map[string]journalEntry{}
+	}
+	d := e.decide(sub, index, loggedAt)
+	if e.st.err != nil {
+		if outer {
+			e.st.undo()
+		}
+		return refuse(Decision{SignerKey: sub.Env.KeyID, Kind: d.Kind}, BadEnvelope, fmt.Sprintf("ledger state unavailable: %v", e.st.err))
+	}
+	if outer {
+		e.st.journal = nil
+	}
+	return d
+}
+
+// decide is Decide over a Store that has not failed.
+func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decision {
 	d := Decision{SignerKey: sub.Env.KeyID}
 	kind, _ := statement.KindOfPayloadType(sub.Env.PayloadType)
 	d.Kind = kind
@@ -172,7 +243,7 @@ func (e *Engine) Decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	var pub ed25519.PublicKey
 	switch {
 	case signer != nil:
-		pub, _ = sign.ParsePublicKey(signer.PublicKey)
+		pub = boundKey(signer.PublicKey)
 	case meta == nil && kind == statement.Genesis && index == 0:
 		pub = genesisAdminKey(sub.Env)
 		if pub == nil || sign.KeyID(pub) != sub.Env.KeyID {
@@ -302,7 +373,8 @@ func (c *check) common() {
 		return
 	}
 	want := c.signer.LastSeq + 1
-	gapOK := h.Type == statement.Stop || h.Type == statement.Revoke
+	// In a partial view the key's other statements may lie elsewhere.
+	gapOK := h.Type == statement.Stop || h.Type == statement.Revoke || c.e.partial
 	if (gapOK && h.Seq < want) || (!gapOK && h.Seq != want) {
 		rule := "exactly"
 		if gapOK {
@@ -312,7 +384,7 @@ func (c *check) common() {
 		return
 	}
 	ts, _ := statement.ParseTimestamp(h.Timestamp)
-	skew := time.Duration(c.meta.ClockSkew) * time.Second
+	skew := skewLimit(c.meta.ClockSkew)
 	if diff := ts.Sub(c.at); diff > skew || diff < -skew {
 		c.deny(ClockSkew, "timestamp %s is %s from the ledger's time %s, beyond clock_skew_seconds %d",
 			h.Timestamp, diff.Abs().Round(time.Millisecond), statement.FormatLoggedAt(c.at), c.meta.ClockSkew)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
@@ -31,7 +30,7 @@ func (c *check) genesis(admin ed25519.PublicKey) {
 		return
 	}
 	ts, _ := statement.ParseTimestamp(g.Timestamp)
-	if diff := ts.Sub(c.at); diff.Abs() > time.Duration(skew)*time.Second {
+	if diff := ts.Sub(c.at); diff.Abs() > skewLimit(skew) {
 		c.deny(ClockSkew, "timestamp %s is %s from the ledger's time, beyond clock_skew_seconds %d", g.Timestamp, diff.Abs(), skew)
 		return
 	}

@@ -148,6 +148,15 @@ type state struct {
 	cache map[string]any // decoded records; nil value = known absent
 	dirty map[string]bool
 	err   error // first Store failure; the engine refuses to decide after one
+	// journal, when not nil, records the first prior value of every record
+	// put, so that a dry run can be undone.
+	journal map[string]journalEntry
+}
+
+type journalEntry struct {
+	value   any
+	cached  bool
+	wasDirt bool
 }
 
 func newState(s Store) *state {
@@ -184,8 +193,31 @@ func get[T any](st *state, key string) *T {
 }
 
 func put[T any](st *state, key string, rec *T) {
+	if st.journal != nil {
+		if _, seen := st.journal[key]; !seen {
+			v, cached := st.cache[key]
+			st.journal[key] = journalEntry{value: v, cached: cached, wasDirt: st.dirty[key]}
+		}
+	}
 	st.cache[key] = rec
 	st.dirty[key] = true
+}
+
+// undo restores every record the journal saw and stops journalling.
+func (st *state) undo() {
+	for k, j := range st.journal {
+		if j.cached {
+			st.cache[k] = j.value
+		} else {
+			delete(st.cache, k)
+		}
+		if j.wasDirt {
+			st.dirty[k] = true
+		} else {
+			delete(st.dirty, k)
+		}
+	}
+	st.journal = nil
 }
 
 // encode is the stored form of a record.

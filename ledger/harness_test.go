@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -164,3 +165,5 @@ func (w *world) replay() authority.MemStore {
 	}
 	return store
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -54,6 +54,11 @@ type Options struct {
 	// BadgerLog receives Badger's warnings and errors (default: discarded
 	// unless CUSTODY_BADGER_LOG is set).
 	BadgerLog badger.Logger
+	// LogOnly enables AppendLeaves, which writes raw leaves with no
+	// authority checks. It exists to measure the log alone (benchmarks and
+	// the side-by-side comparison with other logs); a ledger written this
+	// way does not replay and must never be used for real statements.
+	LogOnly bool
 }
 
 func (o *Options) defaults() {
@@ -160,6 +165,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 }
 
 func open(dir, origin string, logKey ed25519.PrivateKey, opts Options) (*Ledger, error) {
+	opts.defaults()
 	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), opts))
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,6 +36,7 @@ type Result struct {
 // request is one submission travelling through the pipeline.
 type request struct {
 	data     []byte
+	raw      bool // a LogOnly leaf: data is the leaf itself
 	env      *sign.Parsed
 	refusal  *authority.DecisionError // set by the worker for steps 1–2
 	verified bool
@@ -95,6 +97,55 @@ func (l *Ledger) Append(ctx context.Context, envelope []byte) (*Result, error) {
 	}
 }
 
+// ErrNotLogOnly is returned by AppendLeaves on a ledger opened without
+// Options.LogOnly.
+var ErrNotLogOnly = errors.New("ledger: AppendLeaves needs Options.LogOnly")
+
+// AppendLeaves durably appends raw leaves with no envelope or authority
+// checks, for measuring the log alone; see Options.LogOnly. It returns the
+// index of the first leaf and the head that includes them all.
+func (l *Ledger) AppendLeaves(ctx context.Context, leaves [][]byte) (uint64, Head, error) {
+	if !l.opts.LogOnly {
+		return 0, Head{}, ErrNotLogOnly
+	}
+	reqs := make([]*request, len(leaves))
+	l.closeMu.RLock()
+	if l.closed.Load() {
+		l.closeMu.RUnlock()
+		return 0, Head{}, ErrClosed
+	}
+	for i, leaf := range leaves {
+		if len(leaf) > statement.MaxLeafSize {
+			l.closeMu.RUnlock()
+			return 0, Head{}, fmt.Errorf("leaf %d of %d bytes exceeds the %d-byte limit", i, len(leaf), statement.MaxLeafSize)
+		}
+		reqs[i] = &request{data: leaf, raw: true, ready: make(chan struct{}), done: make(chan answer, 1)}
+		close(reqs[i].ready)
+		select {
+		case l.seqQ <- reqs[i]:
+		case <-ctx.Done():
+			l.closeMu.RUnlock()
+			return 0, Head{}, ctx.Err()
+		}
+	}
+	l.closeMu.RUnlock()
+	var first uint64
+	var head Head
+	for i, r := range reqs {
+		a := <-r.done
+		if a.err != nil {
+			return 0, Head{}, a.err
+		}
+		if i == 0 {
+			first = a.res.Index
+		}
+		if a.res.Head.Size > head.Size {
+			head = a.res.Head
+		}
+	}
+	return first, head, nil
+}
+
 // QueueDepth is the number of submissions waiting to be sequenced.
 func (l *Ledger) QueueDepth() int { return len(l.seqQ) }
 
@@ -125,6 +176,9 @@ func (l *Ledger) worker() {
 
 func (l *Ledger) check(req *request) {
 	defer close(req.ready)
+	if req.raw {
+		return
+	}
 	if len(req.data) > MaxSubmission {
 		req.refusal = refusal(authority.TooLarge, "submission of %d bytes exceeds the %d-byte limit", len(req.data), MaxSubmission)
 		return
@@ -255,6 +309,13 @@ func (l *Ledger) process(batch []*request) {
 		a.req, a.dupOf = req, -1
 		if req.refusal != nil {
 			a.err = req.refusal
+			continue
+		}
+		if req.raw {
+			writes = append(writes, [2][]byte{leafKey(next), req.data})
+			hashes = append(hashes, merkle.LeafHash(req.data))
+			a.res = &Result{Verdict: authority.Accepted, Index: next}
+			next++
 			continue
 		}
 		if j, ok := seen[req.hash]; ok {

@@ -1,0 +1,97 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/custodylog/custody/verify"
+)
+
+// Prove builds a bundle for the entry at subject: the trust chain it rests
+// on and its workflow from the first leaf up to the subject (with
+// wholeWorkflow, up to the workflow's latest leaf), each entry with an
+// inclusion proof against the latest checkpoint.
+func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, error) {
+	head := l.Head()
+	if subject >= head.Size {
+		return nil, fmt.Errorf("entry %d: %w (the log has %d entries)", subject, ErrNotFound, head.Size)
+	}
+	e, err := l.Entry(subject)
+	if err != nil {
+		return nil, err
+	}
+	var indexes []uint64
+	var trustTop uint64
+	switch {
+	case e.Kind() == "GENESIS" || e.Kind() == "PRINCIPAL":
+		trustTop = subject
+	case e.Statement.WorkflowID() == "":
+		indexes, trustTop = []uint64{subject}, e.TrustHead
+	default:
+		wf, err := l.WorkflowIndexes(e.Statement.WorkflowID())
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range wf {
+			if i > subject && !wholeWorkflow {
+				break
+			}
+			indexes = append(indexes, i)
+		}
+		if !slices.Contains(indexes, subject) {
+			return nil, fmt.Errorf("entry %d is not on the back-link chain of workflow %q", subject, e.Statement.WorkflowID())
+		}
+		// The trust chain up to the newest trust head any included entry used.
+		for _, i := range indexes {
+			le, err := l.trustHeadAt(i)
+			if err != nil {
+				return nil, err
+			}
+			trustTop = max(trustTop, le)
+		}
+	}
+	trust, err := l.TrustIndexes(trustTop)
+	if err != nil {
+		return nil, err
+	}
+	all := append(trust, indexes...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	b := &verify.Bundle{Format: verify.BundleFormat, Origin: l.origin, Checkpoint: string(head.Checkpoint), Subject: subject}
+	for _, i := range all {
+		leaf, err := l.LeafBytes(i)
+		if err != nil {
+			return nil, err
+		}
+		proof, err := l.prover.InclusionProof(i, head.Size)
+		if err != nil {
+			return nil, fmt.Errorf("inclusion proof for entry %d: %w", i, err)
+		}
+		b.Entries = append(b.Entries, verify.NewBundleEntry(i, leaf, proof))
+	}
+	return b, nil
+}
+
+// trustHeadAt returns the trust head of the leaf at index.
+func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
+	e, err := l.Entry(index)
+	if err != nil {
+		return 0, err
+	}
+	return e.TrustHead, nil
+}
+
+// TLogProof returns a C2SP tlog-proof for the entry at index against the
+// latest checkpoint, carrying the leaf in its extra data.
+func (l *Ledger) TLogProof(index uint64) ([]byte, error) {
+	head := l.Head()
+	leaf, err := l.LeafBytes(index)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := l.prover.InclusionProof(index, head.Size)
+	if err != nil {
+		return nil, err
+	}
+	return verify.NewTLogProof(index, leaf, proof, head.Checkpoint), nil
+}
