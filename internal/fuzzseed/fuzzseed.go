@@ -88,7 +88,7 @@ func Decode(data []byte) ([]any, error) {
 			} else {
 				args = append(args, []byte(s))
 			}
-		case "int", "int64", "uint64", "uint", "bool":
+		case "int", "int64", "uint64", "uint", "uint8", "byte", "bool":
 			switch typ {
 			case "bool":
 				b, err := strconv.ParseBool(lit)
@@ -108,14 +108,20 @@ func Decode(data []byte) ([]any, error) {
 					return nil, err
 				}
 				args = append(args, n)
-			case "uint64", "uint":
+			case "uint64", "uint", "uint8", "byte":
 				n, err := strconv.ParseUint(lit, 0, 64)
 				if err != nil {
 					return nil, err
 				}
-				if typ == "uint" {
+				switch typ {
+				case "uint":
 					args = append(args, uint(n))
-				} else {
+				case "uint8", "byte":
+					if n > 255 {
+						return nil, fmt.Errorf("line %q: %d does not fit a byte", line, n)
+					}
+					args = append(args, uint8(n))
+				default:
 					args = append(args, n)
 				}
 			}
