@@ -99,6 +99,15 @@ func (e *Engine) DryRun(sub Submission, index uint64, loggedAt time.Time) Decisi
 	return e.Decide(sub, index, loggedAt)
 }
 
+// Err returns the Store failure that has stopped the engine from deciding
+// (wrapping ErrState), or nil. Discard clears it.
+func (e *Engine) Err() error {
+	if e.st.err != nil {
+		return fmt.Errorf("%w: %v", ErrState, e.st.err)
+	}
+	return nil
+}
+
 // Meta returns the log's parameters, or nil before GENESIS.
 func (e *Engine) Meta() *Meta { return get[Meta](e.st, keyMeta) }
 

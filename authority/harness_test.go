@@ -590,3 +590,5 @@ func containsAll(s string, subs ...string) bool {
 }
 
 var _ = bytes.Equal
+
+func sha256sum(b []byte) [32]byte { return sha256.Sum256(b) }

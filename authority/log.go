@@ -59,6 +59,9 @@ func DenialID(index uint64) string { return DenialIDPrefix + strconv.FormatUint(
 // false when the DENIAL would not fit in a leaf with the envelope inside.
 func (e *Engine) Denial(d *Decision, env *sign.Parsed, index uint64, loggedAt time.Time, withEnvelope bool) *statement.DenialDoc {
 	meta := e.Meta()
+	if meta == nil {
+		return nil // no log before GENESIS: the ledger refuses instead
+	}
 	logKey := e.Key(meta.LogKeyID)
 	canonEnv, _ := env.Envelope.Canonical()
 	sum := sha256.Sum256(canonEnv)
@@ -205,7 +208,14 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 		return nil, nil, fmt.Errorf("denied envelope: %v", err)
 	}
 	d := e.DryRun(Submission{Env: inner}, index, at)
-	if e.partial && (d.Verdict != Denied || string(d.Code) != doc.ReasonCode) && WholeLogCodes[Code(doc.ReasonCode)] {
+	outside := WholeLogCodes[Code(doc.ReasonCode)]
+	if e.partial && doc.Workflow == "" {
+		// A DENIAL outside every workflow comes with the trust chain alone:
+		// its signer's key and the workflow it names may be bound elsewhere.
+		wf := statement.PeekWorkflow(inner.Payload)
+		outside = outside || (d.Verdict == Refused && d.Code == UnknownKey) || (wf != "" && e.Workflow(wf) == nil)
+	}
+	if e.partial && (d.Verdict != Denied || string(d.Code) != doc.ReasonCode) && outside {
 		// The reason rests on leaves outside this view: take the DENIAL's
 		// word for it, and say so.
 		want := e.denialShell(doc, index, at)

@@ -90,7 +90,7 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		c.deny(NotAuthorized, "only the admin key enrolls or retires principals; %q is bound as %s", c.signer.Name, c.signer.Role)
 		return
 	}
-	pub, _ := sign.ParsePublicKey(p.PublicKey)
+	pub := boundKey(p.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
 	kid := sign.KeyID(pub)
 	existing := c.e.Key(kid)
 	switch p.Op {
@@ -127,7 +127,7 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 
 // grantee checks the identity rules for a grant's grantee and returns its key id.
 func (c *check) grantee(g *statement.Grant) string {
-	pub, _ := sign.ParsePublicKey(g.Grantee.PublicKey)
+	pub := boundKey(g.Grantee.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
 	kid := sign.KeyID(pub)
 	if kid == c.keyID {
 		c.deny(IdentityConflict, "grantee key %s is the issuer's own key", short(kid))
