@@ -67,26 +67,47 @@ const MaxSubmission = 2 * statement.MaxLeafSize
 // logged; the caller only stops waiting. A runtime must then treat the step
 // as not authorised.
 func (l *Ledger) Append(ctx context.Context, envelope []byte) (*Result, error) {
+	p, err := l.Submit(ctx, envelope)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is a queued submission.
+type Pending struct {
+	l   *Ledger
+	req *request
+}
+
+// Submit queues one envelope and returns at once. Submissions made one
+// after another by one goroutine are sequenced in that order, so a caller
+// can keep many of its own statements in flight (each seq after the last)
+// and still have them batched together.
+func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) {
 	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
 	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
 	if l.closed.Load() {
-		l.closeMu.RUnlock()
 		return nil, ErrClosed
 	}
 	select {
 	case l.seqQ <- req:
 	case <-ctx.Done():
-		l.closeMu.RUnlock()
 		return nil, ctx.Err()
 	}
 	l.verifyQ <- req // workers drain it independently of the sequencer
-	l.closeMu.RUnlock()
+	return &Pending{l: l, req: req}, nil
+}
+
+// Wait waits for the submission's decision; see Append.
+func (p *Pending) Wait(ctx context.Context) (*Result, error) {
 	select {
-	case a := <-req.done:
+	case a := <-p.req.done:
 		if a.err != nil || a.res == nil {
 			return nil, a.err
 		}
-		proof, err := l.prover.InclusionProof(a.res.Index, a.res.Head.Size)
+		proof, err := p.l.prover.InclusionProof(a.res.Index, a.res.Head.Size)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d is durable, but its inclusion proof failed: %w", a.res.Index, err)
 		}
@@ -327,6 +348,12 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified}, next, at)
+		if err := l.engine.Err(); err != nil {
+			// The engine could not read its state: nothing in this batch may
+			// be logged. fail discards the engine's changes and reloads.
+			l.fail(batch, answers, err)
+			return
+		}
 		var (
 			leafEnv []byte
 			link    authority.Link
@@ -398,6 +425,9 @@ func (l *Ledger) process(batch []*request) {
 func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, at time.Time) (*statement.DenialDoc, []byte, error) {
 	for _, with := range []bool{true, false} {
 		doc := l.engine.Denial(d, env, index, at, with)
+		if doc == nil {
+			return nil, nil, fmt.Errorf("DENIAL %d: the log has no GENESIS", index)
+		}
 		payload, err := statement.Marshal(doc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
