@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/urfave/cli/v3"
+)
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "demo",
+		Usage:     "run the quick-start story on a fresh ledger",
+		UsageText: "custody demo [--dir D] [--force] [--json]",
+		Description: `Creates a ledger in a fresh folder (default: ./custody-data/demo-<time>, or
+under $CUSTODY_DIR) and plays the seed scenario, one line per decision:
+user:alice lets agent:planner book a flight (budget_usd 800, one side effect,
+15 minutes); the planner delegates the purchase to agent:planner/booker
+(budget_usd 742); the booker gates the purchase with a pending receipt and
+records its outcome; then the ledger denies a second purchase over budget, a
+delegation four deep, a delegation that widens its parent, and a purchase
+after alice stopped the workflow. Prints the checkpoint, the verifier key
+and how to look further. Exits 0 when every decision was the expected one.
+The keys are left in the folder's keys/ so you can continue by hand.
+
+Example:
+
+   custody demo --dir /tmp/custody-demo`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "the folder to create the demo ledger in (default: ./custody-data/demo-<time>)"},
+			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			dir := c.String("dir")
+			if dir == "" {
+				base := os.Getenv("CUSTODY_DIR")
+				if base == "" {
+					base = defaultDir
+				}
+				dir = filepath.Join(base, "demo-"+time.Now().UTC().Format("20060102-150405"))
+				// Two demos in the same second get their own folders.
+				for n := 2; ; n++ {
+					if _, err := os.Stat(dir); os.IsNotExist(err) {
+						break
+					}
+					dir = filepath.Join(base, fmt.Sprintf("demo-%s-%d", time.Now().UTC().Format("20060102-150405"), n))
+				}
+			}
+			if err := freshDir(dir, c.Bool("force")); err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			w := c.Root().Writer
+			lines := w
+			if c.Bool("json") {
+				lines = nil
+			}
+			start := time.Now()
+			rep, err := runDemo(ctx, dir, lines)
+			if c.Bool("json") && rep != nil {
+				if jerr := writeJSON(w, rep); jerr != nil && err == nil {
+					err = jerr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return nil
+			}
+			fmt.Fprintf(w, "\nevery decision was as expected (%d entries, %s)\n\n", rep.Size, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(w, "checkpoint:\n%s\n", rep.Checkpoint)
+			fmt.Fprintf(w, "verifier key:\n%s\n\n", rep.VerifierKey)
+			var denial, pending uint64
+			for _, s := range rep.Steps {
+				if s.Verdict == "denied" && denial == 0 {
+					denial = s.Index
+				}
+				if s.ID == "rcpt_1" {
+					pending = s.Index
+				}
+			}
+			fmt.Fprintf(w, "Look further:\n")
+			fmt.Fprintf(w, "   custody get --dir %s --index %d              # a DENIAL, and why\n", dir, denial)
+			fmt.Fprintf(w, "   custody get --dir %s --id confirm_42c1       # alice's grant\n", dir)
+			fmt.Fprintf(w, "   custody proof inclusion --dir %s --index %d --json   # the pending receipt's proof\n", dir, pending)
+			fmt.Fprintf(w, "   custody export --dir %s --tiles ./tiles      # the log as static tlog tiles\n", dir)
+			fmt.Fprintf(w, "An auditor needs only the verifier key above: with it, custody's offline\n")
+			fmt.Fprintf(w, "verifier (custody verify, where your version has it) checks the checkpoint,\n")
+			fmt.Fprintf(w, "every inclusion proof and every decision without the database.\n")
+			return nil
+		},
+	}
+}
+
+// freshDir makes sure dir can take a new ledger: absent or empty, or (with
+// force) a custody ledger, which is then deleted. It never deletes a folder
+// that does not look like a ledger.
+func freshDir(dir string, force bool) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !force {
+		return fmt.Errorf("%s is not empty (use another --dir, or --force to delete the ledger in it)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "custody.json")); err != nil {
+		return fmt.Errorf("%s is not empty and does not hold a custody ledger: refusing to delete it", dir)
+	}
+	return os.RemoveAll(dir)
+}
+
+// version is the module version the binary was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "version",
+		Usage:     "print the version",
+		UsageText: "custody version [--json]",
+		Description: `Prints the version of custody and of the Go toolchain that built it.
+
+Example:
+
+   custody version --json`,
+		Flags: []cli.Flag{jsonFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			goVersion := "unknown"
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				goVersion = bi.GoVersion
+			}
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, map[string]string{"version": version(), "go": goVersion})
+			}
+			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", version(), goVersion)
+			return err
+		},
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/sign"
+)
+
+func keyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "key",
+		Usage: "make Ed25519 key files and show their public keys",
+		Description: `Keys are Ed25519. Private keys are PKCS#8 PEM files (what openssl genpkey
+-algorithm ed25519 writes), optionally passphrase-encrypted; a key id is the
+hex SHA-256 of the public key.
+
+Example:
+
+   custody key generate --out alice.key --name user:alice
+   custody key public alice.key`,
+		Commands: []*cli.Command{keyGenerateCommand(), keyPublicCommand()},
+	}
+}
+
+func keyGenerateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "generate",
+		Usage:     "write a new private key file and print its public key",
+		UsageText: "custody key generate --out FILE [--name NAME] [--force] [--encrypt] [--json]",
+		Description: `Generates an Ed25519 key and writes it to FILE as PKCS#8 PEM with mode 0600,
+refusing to replace an existing file unless --force is given. With --encrypt
+the file is passphrase-protected (scrypt + AES-256-CBC): the passphrase comes
+from $CUSTODY_PASSPHRASE, or is asked for twice on the terminal. Prints the
+public key (the base64 form statements use) and the key id; --name only
+reminds you which name to bind the key to. The private key is never printed.
+
+Example:
+
+   custody key generate --out alice.key --name user:alice --encrypt`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "the private key file to write", Required: true, TakesFile: true},
+			&cli.StringFlag{Name: "name", Usage: "the name you will bind the key to (printed as a reminder)"},
+			&cli.BoolFlag{Name: "force", Usage: "replace an existing file"},
+			&cli.BoolFlag{Name: "encrypt", Usage: "protect the file with a passphrase"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			out := c.String("out")
+			if !c.Bool("force") {
+				// Fail before asking for a passphrase.
+				if _, err := os.Lstat(out); err == nil {
+					return fmt.Errorf("key generate: %s already exists (refusing to overwrite; --force replaces it)", out)
+				}
+			}
+			var pass []byte
+			if c.Bool("encrypt") {
+				var err error
+				if pass, err = sign.NewPassphrase("passphrase for " + out + ": ")(); err != nil {
+					return fmt.Errorf("key generate: %w", err)
+				}
+				defer clear(pass)
+			}
+			pub, priv, err := sign.GenerateKey()
+			if err != nil {
+				return err
+			}
+			if err := sign.WritePrivateKeyFile(out, priv, pass, c.Bool("force")); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return fmt.Errorf("key generate: %s already exists (refusing to overwrite; --force replaces it)", out)
+				}
+				return fmt.Errorf("key generate: %w", err)
+			}
+			clear(priv)
+			info := keyInfo{File: out, PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Name: c.String("name"), Encrypted: len(pass) > 0}
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, info)
+			}
+			w := c.Root().Writer
+			enc := ""
+			if info.Encrypted {
+				enc = ", encrypted"
+			}
+			fmt.Fprintf(w, "wrote %s (mode 0600%s)\n", out, enc)
+			fmt.Fprintf(w, "public key  %s\n", info.PublicKey)
+			fmt.Fprintf(w, "key id      %s\n", info.KeyID)
+			if info.Name != "" {
+				fmt.Fprintf(w, "name        %s\n", safeText(info.Name))
+				if strings.HasPrefix(info.Name, "agent:") {
+					fmt.Fprintf(w, "an agent's key is bound by the first grant naming it:\n   custody confirm ... --grantee %s --grantee-key %s\n", safeText(info.Name), info.PublicKey)
+				} else {
+					fmt.Fprintf(w, "bind it with:\n   custody principal enroll --admin-key ADMIN.key --name %s --public-key %s\n", safeText(info.Name), info.PublicKey)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// keyInfo is what key commands print with --json.
+type keyInfo struct {
+	File      string `json:"file,omitempty"`
+	PublicKey string `json:"public_key"`
+	KeyID     string `json:"key_id"`
+	Name      string `json:"name,omitempty"`
+	Encrypted bool   `json:"encrypted,omitempty"`
+	Private   bool   `json:"private_key_file,omitempty"`
+}
+
+func keyPublicCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "public",
+		Usage:     "print the public key and key id of a key file",
+		UsageText: "custody key public [--pem] [--json] FILE|BASE64",
+		Description: `Prints the base64 public key and the key id of FILE, which may be a private
+key (PKCS#8 PEM, plain or encrypted), a public key (PKIX PEM), or the base64
+public key itself. With --pem it prints the public key as PKIX PEM instead,
+for tools that want a file.
+
+Example:
+
+   custody key public alice.key
+   custody key public --pem alice.key > alice.pub`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "pem", Usage: "print the public key as PKIX PEM"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			a, err := args(c, 1, 1, "the key FILE")
+			if err != nil {
+				return err
+			}
+			pub, private, err := loadAnyPublicKey(a[0])
+			if err != nil {
+				return fmt.Errorf("key public: %w", err)
+			}
+			w := c.Root().Writer
+			if c.Bool("pem") {
+				b, err := sign.MarshalPublicKeyPEM(pub)
+				if err != nil {
+					return err
+				}
+				_, err = w.Write(b)
+				return err
+			}
+			info := keyInfo{File: a[0], PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Private: private}
+			if c.Bool("json") {
+				return writeJSON(w, info)
+			}
+			fmt.Fprintf(w, "public key  %s\nkey id      %s\n", info.PublicKey, info.KeyID)
+			return nil
+		},
+	}
+}
+
+// loadAnyPublicKey returns the public key of a private key file, a public
+// key file, or a base64 public key; private reports which it was.
+func loadAnyPublicKey(arg string) (ed25519.PublicKey, bool, error) {
+	if data, err := os.ReadFile(arg); err == nil && bytes.Contains(data, []byte("PRIVATE KEY-----")) {
+		clear(data)
+		priv, err := readPrivateKey(arg)
+		if err != nil {
+			return nil, true, err
+		}
+		pub := publicOf(priv)
+		clear(priv)
+		return pub, true, nil
+	}
+	pub, err := sign.LoadPublicKey(arg)
+	return pub, false, err
+}

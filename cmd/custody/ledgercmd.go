@@ -1,0 +1,772 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "create a ledger in a data folder",
+		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]",
+		Description: `Creates a ledger: its Badger database, and GENESIS as entry 0, signed by the
+admin key, naming the log key that signs checkpoints and the log's
+parameters. The origin names the log in every statement and checkpoint (use
+a domain you control, like example.com/custody). Keys you do not give are
+generated into D/keys with mode 0600; keep the admin key offline. Prints the
+checkpoint verifier key, which is all an auditor needs.
+
+Example:
+
+   custody init --dir ./custody-data --origin example.com/custody --admin-name admin`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
+			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
+			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
+			&cli.StringFlag{Name: "log-key", Usage: "use this private key file as the log key (default: generate D/keys/log.key)", TakesFile: true},
+			&cli.IntFlag{Name: "max-depth", Value: statement.DefaultMaxDepth, Usage: "deepest delegation chain (1..16)"},
+			&cli.DurationFlag{Name: "clock-skew", Value: statement.DefaultClockSkewSeconds * time.Second, Usage: "how far a statement's timestamp may be from the ledger's clock"},
+			&cli.DurationFlag{Name: "max-ttl", Value: statement.DefaultMaxTTLSeconds * time.Second, Usage: "the longest ttl a grant may have"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			dir := c.String("dir")
+			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
+			if o.MaxDepth < 1 || o.MaxDepth > 16 {
+				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
+			}
+			var err error
+			if o.ClockSkewSeconds, err = seconds("clock-skew", c.Duration("clock-skew")); err != nil {
+				return usage(c, "%v", err)
+			}
+			if o.MaxTTLSeconds, err = seconds("max-ttl", c.Duration("max-ttl")); err != nil {
+				return usage(c, "%v", err)
+			}
+			adminFile := filepath.Join(dir, ledger.AdminKeyFile)
+			if f := c.String("admin-key"); f != "" {
+				if o.AdminKey, err = readPrivateKey(f); err != nil {
+					return fmt.Errorf("init: admin key: %w", err)
+				}
+				adminFile = f
+			}
+			logFile := filepath.Join(dir, ledger.LogKeyFile)
+			if f := c.String("log-key"); f != "" {
+				if o.LogKey, err = readPrivateKey(f); err != nil {
+					return fmt.Errorf("init: log key: %w", err)
+				}
+				if logFile, err = filepath.Abs(f); err != nil {
+					return err
+				}
+				o.LogKeyFile = logFile
+			}
+			o.Options.Passphrase = sign.Passphrase("passphrase for " + logFile + ": ")
+			l, err := ledger.Init(dir, c.String("origin"), o)
+			if err != nil {
+				return fmt.Errorf("init: %w", err)
+			}
+			defer l.Close()
+			g, err := l.Entry(0)
+			if err != nil {
+				return err
+			}
+			gd := g.Statement.(*statement.GenesisDoc)
+			adminPub, err := sign.ParsePublicKey(gd.AdminKey)
+			if err != nil {
+				return err
+			}
+			maxDepth, skew, maxTTL := gd.Params()
+			out := initInfo{Dir: dir, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
+				AdminKeyFile: adminFile, AdminKeyID: sign.KeyID(adminPub), LogKeyFile: logFile,
+				MaxDepth: maxDepth, ClockSkewSeconds: skew, MaxTTLSeconds: maxTTL, Size: l.Head().Size}
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, out)
+			}
+			w := c.Root().Writer
+			fmt.Fprintf(w, "created ledger %s in %s\n", out.Origin, dir)
+			fmt.Fprintf(w, "verifier key  %s\n", out.VerifierKey)
+			fmt.Fprintf(w, "admin key     %s (name %s, key id %s)\n", adminFile, safeText(out.AdminName), out.AdminKeyID)
+			fmt.Fprintf(w, "log key       %s\n", logFile)
+			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
+			fmt.Fprintf(w, "\nNext steps:\n")
+			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
+			fmt.Fprintf(w, "   custody principal enroll --dir %s --admin-key %s --name user:alice --public-key alice.key\n", dir, adminFile)
+			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
+			fmt.Fprintf(w, "   custody confirm --dir %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", dir)
+			fmt.Fprintf(w, "       --workflow wf_1 --target airline_portal/account_123 --capability purchase --limit budget_usd=800 --ttl 15m\n")
+			fmt.Fprintf(w, "Give auditors the verifier key above; keep %s offline.\n", adminFile)
+			return nil
+		},
+	}
+}
+
+type initInfo struct {
+	Dir              string `json:"dir"`
+	Origin           string `json:"origin"`
+	VerifierKey      string `json:"verifier_key"`
+	AdminName        string `json:"admin_name"`
+	AdminKeyFile     string `json:"admin_key_file"`
+	AdminKeyID       string `json:"admin_key_id"`
+	LogKeyFile       string `json:"log_key_file"`
+	MaxDepth         int64  `json:"max_depth"`
+	ClockSkewSeconds int64  `json:"clock_skew_seconds"`
+	MaxTTLSeconds    int64  `json:"max_ttl_seconds"`
+	Size             uint64 `json:"size"`
+}
+
+// maxLine bounds one line of append's input, well above the largest
+// submission the ledger reads.
+const maxLine = 4 << 20
+
+// appendLine is append's --json output for one envelope.
+type appendLine struct {
+	Line           int     `json:"line"`
+	Verdict        string  `json:"verdict"` // accepted, denied, refused
+	Index          *uint64 `json:"index,omitempty"`
+	ReasonCode     string  `json:"reason_code,omitempty"`
+	Reason         string  `json:"reason,omitempty"`
+	Duplicate      bool    `json:"duplicate,omitempty"`
+	CheckpointSize uint64  `json:"checkpoint_size,omitempty"`
+}
+
+func appendCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "append",
+		Usage:     "submit signed envelopes to the ledger",
+		UsageText: "custody append --dir D [--parallel N] [--json] [FILE|-]",
+		Description: `Reads DSSE envelopes, one JSON document per line (blank lines are skipped),
+from FILE or standard input, submits them in order, and prints one line per
+envelope: "accepted 12", "denied 13 limit_exceeded: ..." (the ledger logged a
+DENIAL at index 13), or "refused: ..." (not logged: malformed, or no known
+signer). Each answer comes after the entry is durable under a signed
+checkpoint. Exits 3 if any envelope was denied or refused.
+
+Envelopes are submitted one after another, so each sees every earlier one.
+--parallel N keeps N in flight so that the ledger batches them; use it only
+for independent envelopes (no envelope depending on another in the same
+input), since their order in the log is then not guaranteed. Output stays
+in input order.
+
+Example:
+
+   custody append --dir ./custody-data envelopes.jsonl`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "envelopes in flight at once (only for independent envelopes)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per line"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			a, err := args(c, 0, 1, "")
+			if err != nil {
+				return err
+			}
+			n := c.Int("parallel")
+			if n < 1 || n > 4096 {
+				return usage(c, "--parallel %d: want 1..4096", n)
+			}
+			name := "-"
+			if len(a) == 1 {
+				name = a[0]
+			}
+			in, total, err := openInput(c, name)
+			if err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
+			defer in.Close()
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			var bar *progress
+			// On a terminal the output lines are the progress; redirected, a
+			// large input gets a progress line on stderr instead.
+			if isTerminal(c.Root().ErrWriter) && !isTerminal(c.Root().Writer) && (total < 0 || total > 1<<20) {
+				bar = &progress{w: c.Root().ErrWriter}
+			}
+			bad, err := appendAll(ctx, l, in, n, c.Root().Writer, c.Bool("json"), bar)
+			bar.clear()
+			if err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
+			if bad > 0 {
+				return deniedErr()
+			}
+			return nil
+		},
+	}
+}
+
+// countingReader counts bytes read, for progress.
+type countingReader struct {
+	r     io.ReadCloser
+	n     atomic.Int64
+	total int64 // -1 if unknown
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+func (c *countingReader) Close() error { return c.r.Close() }
+
+// openInput opens FILE or standard input and returns its size if known
+// (-1 otherwise).
+func openInput(c *cli.Command, name string) (*countingReader, int64, error) {
+	if name == "-" {
+		return &countingReader{r: io.NopCloser(c.Root().Reader), total: -1}, -1, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return &countingReader{r: f, total: size}, size, nil
+}
+
+// submission is one envelope in flight.
+type submission struct {
+	line int
+	res  *ledger.Result
+	err  error
+	done chan struct{}
+}
+
+// appendAll submits every envelope of in with at most n in flight, prints
+// the answers in input order, and returns how many were denied or refused.
+// With n = 1 each envelope is submitted only after the previous one was
+// answered, so the log's order is the input's.
+func appendAll(ctx context.Context, l *ledger.Ledger, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
+	queue := make(chan *submission, n)
+	sem := make(chan struct{}, n)
+	var readErr error
+	go func() {
+		defer close(queue)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
+		for line := 1; sc.Scan(); line++ {
+			data := bytes.TrimSpace(sc.Bytes())
+			if len(data) == 0 {
+				continue
+			}
+			data = bytes.Clone(data)
+			s := &submission{line: line, done: make(chan struct{})}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				readErr = ctx.Err()
+				return
+			}
+			go func() {
+				defer close(s.done)
+				s.res, s.err = l.Append(ctx, data)
+				<-sem
+			}()
+			queue <- s
+		}
+		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("a line is longer than %d bytes", maxLine)
+			}
+			readErr = err
+		}
+	}()
+	bad, count := 0, 0
+	var firstErr error
+	for s := range queue {
+		<-s.done
+		count++
+		out := appendLine{Line: s.line}
+		var de *authority.DecisionError
+		switch {
+		case s.err == nil:
+			idx := s.res.Index
+			out.Index, out.Verdict, out.Duplicate, out.CheckpointSize = &idx, s.res.Verdict.String(), s.res.Duplicate, s.res.Head.Size
+			out.ReasonCode, out.Reason = string(s.res.Code), s.res.Reason
+		case errors.As(s.err, &de):
+			out.Verdict, out.ReasonCode, out.Reason = "refused", string(de.Code), de.Reason
+		default:
+			// Storage failure, closed ledger, interrupted: stop here.
+			if firstErr == nil {
+				firstErr = fmt.Errorf("line %d: %w", s.line, s.err)
+			}
+			continue
+		}
+		if out.Verdict != "accepted" {
+			bad++
+		}
+		if asJSON {
+			b, err := json.Marshal(out)
+			if err != nil {
+				return bad, err
+			}
+			fmt.Fprintf(w, "%s\n", jsonSafe(b))
+		} else {
+			fmt.Fprintln(w, appendText(out))
+		}
+		if in.total > 0 {
+			bar.show(false, "appended %d envelopes (%d%% of the input)", count, in.n.Load()*100/in.total)
+		} else {
+			bar.show(false, "appended %d envelopes", count)
+		}
+	}
+	if firstErr != nil {
+		return bad, firstErr
+	}
+	return bad, readErr
+}
+
+func appendText(o appendLine) string {
+	dup := ""
+	if o.Duplicate {
+		dup = " (duplicate: decided before)"
+	}
+	switch o.Verdict {
+	case "accepted":
+		return fmt.Sprintf("accepted %d%s", *o.Index, dup)
+	case "denied":
+		return fmt.Sprintf("denied %d %s: %s%s", *o.Index, o.ReasonCode, safeText(o.Reason), dup)
+	default:
+		return fmt.Sprintf("refused: line %d: %s: %s", o.Line, o.ReasonCode, safeText(o.Reason))
+	}
+}
+
+func getCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "get",
+		Usage:     "print one entry of the log",
+		UsageText: "custody get --dir D (--index N | --id ID) [--json]",
+		Description: `Prints the entry at an index, or the entry of a statement id: when and in
+which order it was logged, its kind, signer and workflow, its back-links
+(prev_in_workflow, the previous entry of its workflow; trust_head, the latest
+GENESIS/PRINCIPAL entry it relied on), and the statement itself. For a DENIAL
+it also prints the decision and the denied statement. Control and
+bidirectional-override characters in free text are printed escaped.
+
+Example:
+
+   custody get --dir ./custody-data --id confirm_42c1`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
+			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			if c.IsSet("index") == c.IsSet("id") {
+				return usage(c, "give exactly one of --index and --id")
+			}
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			var e *ledger.Entry
+			if c.IsSet("id") {
+				e, err = l.EntryByID(c.String("id"))
+			} else {
+				e, err = l.Entry(c.Uint64("index"))
+			}
+			if err != nil {
+				return fmt.Errorf("get: %w", err)
+			}
+			out := describeEntry(e)
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, out)
+			}
+			printEntry(c.Root().Writer, out, l.Head().Size)
+			return nil
+		},
+	}
+}
+
+// entryInfo is how get shows an entry; with --json these are the fields.
+type entryInfo struct {
+	Index          uint64          `json:"index"`
+	LoggedAt       string          `json:"logged_at"`
+	Kind           string          `json:"kind"`
+	ID             string          `json:"id"`
+	Actor          string          `json:"actor"`
+	KeyID          string          `json:"key_id"`
+	Seq            uint64          `json:"seq"`
+	Workflow       string          `json:"workflow_id,omitempty"`
+	PrevInWorkflow *uint64         `json:"prev_in_workflow,omitempty"`
+	TrustHead      uint64          `json:"trust_head"`
+	LeafHash       string          `json:"leaf_hash"`
+	Statement      json.RawMessage `json:"statement"`
+	Denial         *denialInfo     `json:"denial,omitempty"`
+}
+
+type denialInfo struct {
+	ReasonCode    string          `json:"reason_code"`
+	Reason        string          `json:"reason"`
+	StatementType string          `json:"statement_type"`
+	StatementID   string          `json:"statement_id,omitempty"`
+	SignerKeyID   string          `json:"signer_keyid"`
+	Statement     json.RawMessage `json:"denied_statement,omitempty"` // the denied payload, if it is JSON
+}
+
+func describeEntry(e *ledger.Entry) entryInfo {
+	h := e.Statement.Head()
+	out := entryInfo{Index: e.Index, LoggedAt: statement.FormatLoggedAt(e.LoggedAt), Kind: string(h.Type),
+		ID: e.Statement.ID(), Actor: h.Actor, KeyID: e.Envelope.KeyID, Seq: h.Seq, Workflow: e.Statement.WorkflowID(),
+		PrevInWorkflow: e.Prev, TrustHead: e.TrustHead, LeafHash: merkle.LeafHash(e.Leaf).String(),
+		Statement: json.RawMessage(e.Envelope.Payload)}
+	if d, ok := e.Statement.(*statement.DenialDoc); ok {
+		out.Denial = &denialInfo{ReasonCode: d.ReasonCode, Reason: d.Reason, StatementType: string(d.StatementType),
+			StatementID: d.StatementID, SignerKeyID: d.SignerKeyID}
+		if d.Envelope != nil {
+			if p, err := base64.StdEncoding.DecodeString(d.Envelope.Payload); err == nil && json.Valid(p) {
+				out.Denial.Statement = p
+			}
+		}
+	}
+	return out
+}
+
+func printEntry(w io.Writer, e entryInfo, size uint64) {
+	fmt.Fprintf(w, "entry %d of %d\n", e.Index, size)
+	row := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k, v) }
+	row("logged_at", e.LoggedAt)
+	row("kind", e.Kind)
+	row("id", safeText(e.ID))
+	row("actor", safeText(e.Actor))
+	row("key id", e.KeyID)
+	row("seq", fmt.Sprint(e.Seq))
+	if e.Workflow != "" {
+		row("workflow", safeText(e.Workflow))
+	}
+	switch {
+	case e.PrevInWorkflow != nil:
+		row("prev_in_workflow", fmt.Sprint(*e.PrevInWorkflow))
+	case e.Kind == string(statement.Genesis) || e.Kind == string(statement.Principal):
+		row("prev_in_workflow", "none (first of the trust chain)")
+	case e.Workflow != "":
+		row("prev_in_workflow", "none (first of its workflow)")
+	}
+	row("trust_head", fmt.Sprint(e.TrustHead))
+	row("leaf hash", e.LeafHash)
+	if d := e.Denial; d != nil {
+		id := ""
+		if d.StatementID != "" {
+			id = " " + safeText(d.StatementID)
+		}
+		row("decision", fmt.Sprintf("denied %s%s: %s: %s", d.StatementType, id, d.ReasonCode, safeText(d.Reason)))
+		row("signer key id", d.SignerKeyID)
+	}
+	fmt.Fprintf(w, "statement:\n%s\n", prettyJSON(e.Statement))
+	if e.Denial != nil && e.Denial.Statement != nil {
+		fmt.Fprintf(w, "denied statement:\n%s\n", prettyJSON(e.Denial.Statement))
+	}
+}
+
+func checkpointCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "checkpoint",
+		Usage:     "print the latest signed checkpoint, or the verifier key",
+		UsageText: "custody checkpoint --dir D [--key] [--json]",
+		Description: `Prints the log's latest checkpoint: a C2SP signed note holding the origin,
+the tree size and the root hash, signed by the log key. Every answer the
+ledger gives is included under a checkpoint. With --key it prints the
+signed-note verifier key instead, which is what an auditor needs to check
+checkpoints offline.
+
+Example:
+
+   custody checkpoint --dir ./custody-data > checkpoint.txt
+   custody checkpoint --dir ./custody-data --key`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			h := l.Head()
+			w := c.Root().Writer
+			switch {
+			case c.Bool("json"):
+				return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
+					Checkpoint: string(h.Checkpoint), VerifierKey: l.VerifierKey()})
+			case c.Bool("key"):
+				_, err = fmt.Fprintln(w, l.VerifierKey())
+			default:
+				_, err = w.Write(h.Checkpoint)
+			}
+			return err
+		},
+	}
+}
+
+type checkpointInfo struct {
+	Origin      string `json:"origin"`
+	Size        uint64 `json:"size"`
+	Root        string `json:"root"`
+	Checkpoint  string `json:"checkpoint"`
+	VerifierKey string `json:"verifier_key"`
+}
+
+func proofCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "proof",
+		Usage: "print Merkle inclusion and consistency proofs",
+		Description: `Proofs are RFC 6962 audit paths of base64 SHA-256 hashes, nearest sibling
+first, as checkpoints and bundles use them.
+
+Example:
+
+   custody proof inclusion --dir ./custody-data --index 3
+   custody proof consistency --dir ./custody-data --from 10 --to 20`,
+		Commands: []*cli.Command{proofInclusionCommand(), proofConsistencyCommand()},
+	}
+}
+
+type inclusionInfo struct {
+	Index      uint64   `json:"index"`
+	Size       uint64   `json:"size"`
+	LeafHash   string   `json:"leaf_hash"`
+	Root       string   `json:"root"`
+	Proof      []string `json:"proof"`
+	Checkpoint string   `json:"checkpoint,omitempty"` // when size is the latest checkpoint's
+}
+
+func proofInclusionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inclusion",
+		Usage:     "prove an entry is in the tree",
+		UsageText: "custody proof inclusion --dir D --index N [--size M] [--json]",
+		Description: `Prints the inclusion proof of entry N in the tree of size M (default: the
+latest checkpoint's size), one base64 hash per line. --json adds the leaf
+hash, the root at that size and, for the latest size, the signed checkpoint,
+so the proof can be checked offline.
+
+Example:
+
+   custody proof inclusion --dir ./custody-data --index 3 --json`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.Uint64Flag{Name: "index", Usage: "the entry's index", Required: true},
+			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			head := l.Head()
+			index, size := c.Uint64("index"), c.Uint64("size")
+			if !c.IsSet("size") {
+				size = head.Size
+			}
+			if size == 0 {
+				return usage(c, "--size must be at least 1")
+			}
+			proof, err := l.InclusionProof(index, size)
+			if err != nil {
+				return fmt.Errorf("proof inclusion: %w", err)
+			}
+			if !c.Bool("json") {
+				return printHashes(c.Root().Writer, proof)
+			}
+			leaf, err := l.LeafBytes(index)
+			if err != nil {
+				return err
+			}
+			root, err := l.RootAt(size)
+			if err != nil {
+				return err
+			}
+			out := inclusionInfo{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
+			if size == head.Size {
+				out.Checkpoint = string(head.Checkpoint)
+			}
+			return writeJSON(c.Root().Writer, out)
+		},
+	}
+}
+
+type consistencyInfo struct {
+	From     uint64   `json:"from"`
+	To       uint64   `json:"to"`
+	FromRoot string   `json:"from_root"`
+	ToRoot   string   `json:"to_root"`
+	Proof    []string `json:"proof"`
+}
+
+func proofConsistencyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "consistency",
+		Usage:     "prove an older tree is a prefix of a newer one",
+		UsageText: "custody proof consistency --dir D --from A [--to B] [--json]",
+		Description: `Prints the consistency proof between the trees of sizes A and B (default: the
+latest size), one base64 hash per line: it shows that the log only appended
+between the two checkpoints. --json adds both roots.
+
+Example:
+
+   custody proof consistency --dir ./custody-data --from 10 --to 20 --json`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.Uint64Flag{Name: "from", Usage: "the older tree size", Required: true},
+			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			from, to := c.Uint64("from"), c.Uint64("to")
+			if !c.IsSet("to") {
+				to = l.Head().Size
+			}
+			proof, err := l.ConsistencyProof(from, to)
+			if err != nil {
+				return fmt.Errorf("proof consistency: %w", err)
+			}
+			if !c.Bool("json") {
+				return printHashes(c.Root().Writer, proof)
+			}
+			r1, err := l.RootAt(from)
+			if err != nil {
+				return err
+			}
+			r2, err := l.RootAt(to)
+			if err != nil {
+				return err
+			}
+			return writeJSON(c.Root().Writer, consistencyInfo{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
+		},
+	}
+}
+
+func hashStrings(hs []merkle.Hash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	return out
+}
+
+func printHashes(w io.Writer, hs []merkle.Hash) error {
+	for _, h := range hs {
+		if _, err := fmt.Fprintln(w, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write the log as static C2SP tlog-tiles files",
+		UsageText: "custody export --dir D --tiles OUTDIR [--json]",
+		Description: `Writes the log, as of its latest checkpoint, into OUTDIR as a static C2SP
+tlog-tiles tree (checkpoint, tile/<L>/<N>[.p/<W>], tile/entries/<N>[.p/<W>])
+that any web server or CDN can serve to standard tlog clients. Files are
+written atomically and the checkpoint last, so OUTDIR is always consistent.
+Run it again to publish new entries: only new tiles are written. It refuses
+an OUTDIR holding another log's checkpoint, or a newer one.
+
+Example:
+
+   custody export --dir ./custody-data --tiles ./public/log`,
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.StringFlag{Name: "tiles", Usage: "the folder to write", Required: true, TakesFile: true},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			l, err := openLedger(c)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			out := c.String("tiles")
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			var bar *progress
+			if isTerminal(c.Root().ErrWriter) {
+				bar = &progress{w: c.Root().ErrWriter}
+			}
+			files := 0
+			err = ledger.Export(l, out, func(done, total int) {
+				files = total
+				bar.show(done == total, "exporting: %d/%d files", done, total)
+			})
+			bar.clear()
+			if err != nil {
+				return err
+			}
+			h := l.Head()
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, map[string]any{"tiles": out, "origin": l.Origin(), "size": h.Size, "root": h.Root.String(), "files_written": files})
+			}
+			fmt.Fprintf(c.Root().Writer, "exported %s at size %d to %s (%d files)\n", l.Origin(), h.Size, out, files)
+			return nil
+		},
+	}
+}
+
+// keyName returns the name bound to a key in the ledger.
+func keyName(l *ledger.Ledger, pub ed25519.PublicKey) (string, error) {
+	rec, err := l.KeyBinding(sign.KeyID(pub))
+	if err != nil {
+		return "", err
+	}
+	if rec == nil {
+		return "", nil
+	}
+	return rec.Name, nil
+}

@@ -1,0 +1,193 @@
+// Command custody is the command-line tool of the custody ledger: it makes
+// keys, authors and signs statements, runs a ledger in a data folder, and
+// prints entries, checkpoints and proofs.
+//
+// It is thin: parsing, wiring and printing. The rules live in the packages
+// it calls (statement, scope, authority, ledger, merkle).
+//
+// # Exit codes
+//
+//	0  ok
+//	1  error (bad input, I/O)
+//	2  usage (bad flags or arguments)
+//	3  denied (an authority rule said no, or the ledger refused a submission)
+//	4  verification failed
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitError  = 1
+	exitUsage  = 2
+	exitDenied = 3
+	exitVerify = 4 // for custody verify
+)
+
+// exitErr is an error that carries the process exit code it maps to.
+// quiet means the command already printed what the user needs (a denial
+// line, say), so run prints nothing more.
+type exitErr struct {
+	code  int
+	err   error
+	quiet bool
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitErr) Unwrap() error { return e.err }
+
+// deniedErr is exit code 3 after the command printed the denial itself.
+func deniedErr() error { return &exitErr{code: exitDenied, quiet: true} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the tool with args (args[0] is the program name) and returns the
+// exit code. Standard input is os.Stdin; see runIO.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with an explicit standard input.
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	err := app.Run(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	code, quiet := exitError, false
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		code, quiet = ee.code, ee.quiet
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))
+		if code == exitUsage {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usagePath(err, args))
+		}
+	}
+	return code
+}
+
+// usageCmd records which command a usage error is about, for the hint.
+type usageCmd struct {
+	path string
+	err  error
+}
+
+func (u *usageCmd) Error() string { return u.err.Error() }
+func (u *usageCmd) Unwrap() error { return u.err }
+
+func usagePath(err error, args []string) string {
+	var u *usageCmd
+	if errors.As(err, &u) {
+		return u.path
+	}
+	return "custody"
+}
+
+// oneLine keeps an error message on one line and escapes what a terminal
+// would interpret.
+func oneLine(s string) string {
+	return safeText(strings.TrimRight(s, "\n"))
+}
+
+// newApp builds the command tree. It is built afresh for every run: urfave
+// keeps parsed flag values in the tree.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
+	app := &cli.Command{
+		Name:  "custody",
+		Usage: "a tamper-evident ledger of delegated authority for software agents",
+		Description: `custody records who allowed a software agent to do what: people grant agents
+bounded, revocable authority (confirm), agents hand narrower parts of it to
+sub-agents (delegate), and before an irreversible step an agent writes a
+receipt the ledger checks and makes durable (receipt). Every accepted
+statement is a signed entry in a Merkle log with signed checkpoints, so
+anyone with the log's public key can verify it offline.
+
+Example:
+
+   custody demo                      # the whole story in one second
+   custody init --dir ./custody-data --origin example.com/custody
+   custody get --dir ./custody-data --index 0`,
+		Version:   version(),
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// Errors are printed once, by run, with their exit code.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Commands: []*cli.Command{
+			keyCommand(),
+			signCommand(),
+			scopeCommand(),
+			initCommand(),
+			appendCommand(),
+			getCommand(),
+			checkpointCommand(),
+			proofCommand(),
+			exportCommand(),
+			principalCommand(),
+			confirmCommand(),
+			delegateCommand(),
+			receiptCommand(),
+			stopCommand(),
+			resumeCommand(),
+			revokeCommand(),
+			demoCommand(),
+			versionCommand(),
+		},
+	}
+	configure(app, "custody")
+	return app
+}
+
+// configure applies the tree-wide conventions to cmd and its subcommands:
+// usage errors exit 2, slice flags are repeated rather than split on commas
+// (free text may hold commas), and a group without its own action rejects
+// an unknown subcommand.
+func configure(cmd *cli.Command, path string) {
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
+	}
+	cmd.DisableSliceFlagSeparator = true
+	if len(cmd.Commands) > 0 && cmd.Action == nil {
+		cmd.Action = func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: fmt.Errorf("unknown command %q", c.Args().First())}}
+			}
+			if c.Root() == c {
+				return cli.ShowRootCommandHelp(c)
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
+	}
+	for _, sub := range cmd.Commands {
+		configure(sub, path+" "+sub.Name)
+	}
+}
+
+// usage is a usage error about the command c.
+func usage(c *cli.Command, format string, args ...any) error {
+	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
+}

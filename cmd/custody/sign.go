@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/statement"
+)
+
+func signCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "sign",
+		Usage:     "validate, canonicalise and sign a statement file",
+		UsageText: "custody sign --key FILE [--seal] STATEMENT.json|-",
+		Description: `Reads a statement written by hand or by another tool (any whitespace and key
+order; the strict profile otherwise: no nulls, no floats, no unknown fields),
+checks it against the schema of its "type", and prints its DSSE envelope as
+canonical JSON, ready for custody append. A CONFIRM or DELEGATE carries a
+scope_hash computed from its scope, limits, timestamp and ttl_seconds:
+custody confirm and custody delegate fill it for you, and --seal computes it
+here (replacing any value the file has).
+
+Example:
+
+   custody sign --key alice.key --seal confirm.json >> envelopes.jsonl`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "key", Usage: "the signer's private key file", Required: true, TakesFile: true},
+			&cli.BoolFlag{Name: "seal", Usage: "compute scope_hash of a CONFIRM or DELEGATE"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			a, err := args(c, 1, 1, "the STATEMENT file (or - for standard input)")
+			if err != nil {
+				return err
+			}
+			data, err := readInput(c, a[0])
+			if err != nil {
+				return fmt.Errorf("sign: %w", err)
+			}
+			st, note, err := readStatement(data, c.Bool("seal"))
+			if err != nil {
+				return fmt.Errorf("sign: %s: %w", a[0], err)
+			}
+			if note != "" {
+				fmt.Fprintf(c.Root().ErrWriter, "custody: sign: %s\n", note)
+			}
+			priv, err := readPrivateKey(c.String("key"))
+			if err != nil {
+				return fmt.Errorf("sign: %w", err)
+			}
+			defer clear(priv)
+			_, raw, err := statement.Sign(priv, st)
+			if err != nil {
+				return fmt.Errorf("sign: %w", err)
+			}
+			_, err = fmt.Fprintf(c.Root().Writer, "%s\n", raw)
+			return err
+		},
+	}
+}
+
+// readStatement decodes a human-written statement into the type its "type"
+// field names. With seal, a CONFIRM's or DELEGATE's scope_hash is computed;
+// without it, a missing one is an error that says how to get it, and a
+// wrong one is returned as a note (the ledger would deny it).
+func readStatement(data []byte, seal bool) (statement.Statement, string, error) {
+	tree, err := canon.ParseRelaxed(data)
+	if err != nil {
+		return nil, "", err
+	}
+	t := tree.Get("type")
+	if t == nil || t.Kind != canon.String {
+		return nil, "", errors.New(`no "type" field: a statement names its kind, like "type": "CONFIRM"`)
+	}
+	kind := statement.Kind(t.Str)
+	if !kind.Valid() {
+		return nil, "", fmt.Errorf("type %q is not one of %v", safeText(t.Str), statement.Kinds)
+	}
+	grant := kind == statement.Confirm || kind == statement.Delegate
+	if grant {
+		h := tree.Get("scope_hash")
+		missing := h == nil || (h.Kind == canon.String && h.Str == "")
+		switch {
+		case seal:
+			// A placeholder that Seal replaces; it lets the closed schema,
+			// which requires the field, decode the rest.
+			setMember(tree, "scope_hash", &canon.Value{Kind: canon.String, Str: strings.Repeat("0", 64)})
+		case missing:
+			cmd := strings.ToLower(string(kind))
+			return nil, "", fmt.Errorf("%s has no scope_hash: custody %s fills it from the scope, or pass --seal to compute it here", kind, cmd)
+		}
+	}
+	st := statement.New(kind)
+	if err := tree.Decode(st); err != nil {
+		return nil, "", err
+	}
+	var note string
+	if grant {
+		given := grantOf(st).ScopeHash
+		if err := statement.Seal(st); err != nil {
+			return nil, "", err
+		}
+		if !seal && given != grantOf(st).ScopeHash {
+			note = fmt.Sprintf("warning: scope_hash %s does not match the scope (%s): the ledger will deny it as scope_hash_mismatch; --seal recomputes it", safeText(given), grantOf(st).ScopeHash)
+			grantOf(st).ScopeHash = given
+		}
+	}
+	if err := statement.Validate(st); err != nil {
+		return nil, "", err
+	}
+	return st, note, nil
+}
+
+func grantOf(st statement.Statement) *statement.Grant {
+	switch s := st.(type) {
+	case *statement.ConfirmDoc:
+		return &s.Grant
+	case *statement.DelegateDoc:
+		return &s.Grant
+	}
+	return nil
+}
+
+// setMember sets (or adds) a member of a JSON object.
+func setMember(obj *canon.Value, key string, v *canon.Value) {
+	for i := range obj.Members {
+		if obj.Members[i].Key == key {
+			obj.Members[i].Value = v
+			return
+		}
+	}
+	obj.Members = append(obj.Members, canon.Member{Key: key, Value: v})
+}
+
+func scopeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "scope",
+		Usage: "hash scope descriptors and check attenuation",
+		Description: `A scope descriptor is what a grant allows, derived from it: workflow_id,
+the sets step_ids, targets, capabilities, principals, the limits and
+expires_at. Its hash is the grant's scope_hash; a child grant must attenuate
+(be strictly narrower than) its parent.
+
+Example:
+
+   custody scope hash descriptor.json
+   custody scope check --parent parent.json --child child.json`,
+		Commands: []*cli.Command{scopeHashCommand(), scopeCheckCommand()},
+	}
+}
+
+func scopeHashCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "hash",
+		Usage:     "print the scope_hash of a scope descriptor",
+		UsageText: "custody scope hash [--json] DESCRIPTOR.json|-",
+		Description: `Reads a scope descriptor (JSON; whitespace and key order are free, the sets
+must be canonical: sorted, no duplicates, no element covered by another) and
+prints its scope_hash: hex SHA-256 of "custody/scope/v1\x00" || JCS(descriptor).
+
+Example:
+
+   echo '{"capabilities":["purchase"],"expires_at":"2026-03-19T08:27:00Z","targets":["airline_portal/account_123"],"workflow_id":"wf_9f3a"}' | custody scope hash -`,
+		Flags: []cli.Flag{jsonFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			a, err := args(c, 1, 1, "the DESCRIPTOR file (or - for standard input)")
+			if err != nil {
+				return err
+			}
+			d, err := readDescriptor(c, a[0])
+			if err != nil {
+				return err
+			}
+			h, err := d.Hash()
+			if err != nil {
+				return fmt.Errorf("scope hash: %w", err)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.Root().Writer, map[string]string{"scope_hash": h})
+			}
+			_, err = fmt.Fprintln(c.Root().Writer, h)
+			return err
+		},
+	}
+}
+
+func readDescriptor(c *cli.Command, name string) (scope.Descriptor, error) {
+	data, err := readInput(c, name)
+	if err != nil {
+		return scope.Descriptor{}, fmt.Errorf("scope: %w", err)
+	}
+	d, err := scope.ParseDescriptor(data)
+	if err != nil {
+		return scope.Descriptor{}, fmt.Errorf("scope: %s: %w", name, err)
+	}
+	return d, nil
+}
+
+// scopeVerdict is what scope check prints with --json.
+type scopeVerdict struct {
+	OK         bool   `json:"ok"`
+	ReasonCode string `json:"reason_code,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+func scopeCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "check that a child scope attenuates its parent",
+		UsageText: "custody scope check --parent P.json --child C.json [--parent-revocable=true] [--child-revocable=true] [--json]",
+		Description: `Decides, with the same function the ledger uses, whether the child
+descriptor is a proper attenuation of the parent: same workflow, every child
+pattern covered, every parent limit kept and not raised, no later expiry, not
+less revocable, and strictly narrower somewhere. Prints "ok" and exits 0, or
+prints "<reason_code>: <sentence>" and exits 3. Revocability is a field of the
+grant, not of the descriptor: give it with --parent-revocable and
+--child-revocable (both default to true).
+
+Example:
+
+   custody scope check --parent confirm-scope.json --child delegate-scope.json --child-revocable=false`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "parent", Usage: "the parent's scope descriptor", Required: true, TakesFile: true},
+			&cli.StringFlag{Name: "child", Usage: "the child's scope descriptor", Required: true, TakesFile: true},
+			&cli.BoolFlag{Name: "parent-revocable", Value: true, Usage: "whether the parent grant is revocable"},
+			&cli.BoolFlag{Name: "child-revocable", Value: true, Usage: "whether the child grant is revocable"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			p, err := readDescriptor(c, c.String("parent"))
+			if err != nil {
+				return err
+			}
+			ch, err := readDescriptor(c, c.String("child"))
+			if err != nil {
+				return err
+			}
+			err = scope.Attenuates(scope.Grant{Descriptor: p, Revocable: c.Bool("parent-revocable")},
+				scope.Grant{Descriptor: ch, Revocable: c.Bool("child-revocable")})
+			v := scopeVerdict{OK: err == nil}
+			var se *scope.Error
+			if errors.As(err, &se) {
+				v.ReasonCode, v.Reason = string(se.Code), se.Msg
+			} else if err != nil {
+				return fmt.Errorf("scope check: %w", err)
+			}
+			w := c.Root().Writer
+			if c.Bool("json") {
+				if err := writeJSON(w, v); err != nil {
+					return err
+				}
+			} else if v.OK {
+				fmt.Fprintln(w, "ok")
+			} else {
+				fmt.Fprintf(w, "%s: %s\n", v.ReasonCode, safeText(v.Reason))
+			}
+			if !v.OK {
+				return deniedErr()
+			}
+			return nil
+		},
+	}
+}
