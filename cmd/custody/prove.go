@@ -49,7 +49,7 @@ Example:
 			}
 			format := c.String("format")
 			if format != "bundle" && format != "tlog-proof" {
-				return usage(c, fmt.Sprintf("--format %q: use bundle or tlog-proof", format))
+				return usage(c, "--format %q: use bundle or tlog-proof", format)
 			}
 			l, err := openLedger(c)
 			if err != nil {
