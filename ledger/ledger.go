@@ -123,7 +123,8 @@ type Ledger struct {
 	limiter *limiter
 	lastAt  time.Time
 
-	head atomic.Pointer[Head] // the latest committed tree head
+	head     atomic.Pointer[Head] // the latest committed tree head
+	watchers broadcaster
 }
 
 // Head is a committed tree head: its size and signed checkpoint.

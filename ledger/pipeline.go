@@ -491,6 +491,7 @@ func (l *Ledger) commit(writes [][2][]byte, hashes []merkle.Hash, at time.Time) 
 	l.lastAt = at
 	h := &Head{Size: size, Root: root, Checkpoint: cp}
 	l.head.Store(h)
+	l.watchers.publish(*h)
 	return h, nil
 }
 

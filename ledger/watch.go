@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/custodylog/custody/authority"
+)
+
+// broadcaster tells subscribers about new heads. A slow subscriber never
+// blocks the sequencer: each holds at most one pending head, the newest.
+type broadcaster struct {
+	mu   sync.Mutex
+	subs map[chan Head]struct{}
+}
+
+func (b *broadcaster) publish(h Head) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- h:
+		default:
+			// Replace the unread head with the newer one.
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- h:
+			default:
+			}
+		}
+	}
+}
+
+// Watch returns a channel that receives each new committed head (heads may
+// be coalesced: a slow reader sees the newest), and a function to stop.
+func (l *Ledger) Watch() (<-chan Head, func()) {
+	ch := make(chan Head, 1)
+	l.watchers.mu.Lock()
+	if l.watchers.subs == nil {
+		l.watchers.subs = map[chan Head]struct{}{}
+	}
+	l.watchers.subs[ch] = struct{}{}
+	l.watchers.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			l.watchers.mu.Lock()
+			delete(l.watchers.subs, ch)
+			l.watchers.mu.Unlock()
+		})
+	}
+}
+
+// WorkflowIndexesAfter returns the indexes of a workflow's leaves above
+// after, in log order, walking back-links only as far as needed.
+func (l *Ledger) WorkflowIndexesAfter(wf string, after uint64) ([]uint64, error) {
+	var rec struct {
+		Last uint64 `json:"last"`
+	}
+	ok, err := l.record(workflowKey(wf), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+	}
+	var out []uint64
+	for next := &rec.Last; next != nil && *next > after; {
+		out = append(out, *next)
+		p, err := l.leafLinks(*next)
+		if err != nil {
+			return nil, err
+		}
+		next = p
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+func workflowKey(wf string) string { return authority.WorkflowRecordKey(wf) }
