@@ -365,7 +365,7 @@ func (c *check) common() {
 		c.deny(SchemaInvalid, "ids beginning %q are reserved for the log's DENIAL entries", DenialIDPrefix)
 		return
 	}
-	if g := grantOf(c.st); g != nil && g.TTLSeconds > c.meta.MaxTTL {
+	if g := statement.GrantOf(c.st); g != nil && g.TTLSeconds > c.meta.MaxTTL {
 		c.deny(SchemaInvalid, "ttl_seconds %d is above the log's max_ttl_seconds %d", g.TTLSeconds, c.meta.MaxTTL)
 		return
 	}
@@ -398,16 +398,6 @@ func (c *check) common() {
 		c.deny(ClockSkew, "timestamp %s is %s from the ledger's time %s, beyond clock_skew_seconds %d",
 			h.Timestamp, diff.Abs().Round(time.Millisecond), statement.FormatLoggedAt(c.at), c.meta.ClockSkew)
 	}
-}
-
-func grantOf(st statement.Statement) *statement.Grant {
-	switch s := st.(type) {
-	case *statement.ConfirmDoc:
-		return &s.Grant
-	case *statement.DelegateDoc:
-		return &s.Grant
-	}
-	return nil
 }
 
 func (c *check) byKind() {

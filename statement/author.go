@@ -7,16 +7,22 @@ import (
 	"github.com/custodylog/custody/sign"
 )
 
+// GrantOf returns the grant fields of a CONFIRM or DELEGATE, or nil.
+func GrantOf(st Statement) *Grant {
+	switch s := st.(type) {
+	case *ConfirmDoc:
+		return &s.Grant
+	case *DelegateDoc:
+		return &s.Grant
+	}
+	return nil
+}
+
 // Seal sets a CONFIRM's or DELEGATE's scope_hash from its scope, limits,
 // ttl_seconds and timestamp (DESIGN §3). Other kinds are left unchanged.
 func Seal(st Statement) error {
-	var g *Grant
-	switch s := st.(type) {
-	case *ConfirmDoc:
-		g = &s.Grant
-	case *DelegateDoc:
-		g = &s.Grant
-	default:
+	g := GrantOf(st)
+	if g == nil {
 		return nil
 	}
 	ts, err := ParseTimestamp(st.Head().Timestamp)

@@ -189,7 +189,7 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	}
 	h := st.Head()
 	out := decisionInfo{Kind: string(h.Type), ID: st.ID(), Seq: h.Seq}
-	if g := grantOf(st); g != nil {
+	if g := statement.GrantOf(st); g != nil {
 		out.ScopeHash = g.ScopeHash
 	}
 	w := a.c.Root().Writer
@@ -411,7 +411,7 @@ Example:
 }
 
 // grantEntry returns the grant part of a CONFIRM or DELEGATE entry.
-func grantEntry(e *ledger.Entry) *statement.Grant { return grantOf(e.Statement) }
+func grantEntry(e *ledger.Entry) *statement.Grant { return statement.GrantOf(e.Statement) }
 
 func delegateCommand() *cli.Command {
 	flags := append(authorFlags("key", "the delegating agent's private key file"), grantFlags()...)

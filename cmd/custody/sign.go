@@ -101,29 +101,19 @@ func readStatement(data []byte, seal bool) (statement.Statement, string, error) 
 	}
 	var note string
 	if grant {
-		given := grantOf(st).ScopeHash
+		given := statement.GrantOf(st).ScopeHash
 		if err := statement.Seal(st); err != nil {
 			return nil, "", err
 		}
-		if !seal && given != grantOf(st).ScopeHash {
-			note = fmt.Sprintf("warning: scope_hash %s does not match the scope (%s): the ledger will deny it as scope_hash_mismatch; --seal recomputes it", safeText(given), grantOf(st).ScopeHash)
-			grantOf(st).ScopeHash = given
+		if !seal && given != statement.GrantOf(st).ScopeHash {
+			note = fmt.Sprintf("warning: scope_hash %s does not match the scope (%s): the ledger will deny it as scope_hash_mismatch; --seal recomputes it", safeText(given), statement.GrantOf(st).ScopeHash)
+			statement.GrantOf(st).ScopeHash = given
 		}
 	}
 	if err := statement.Validate(st); err != nil {
 		return nil, "", err
 	}
 	return st, note, nil
-}
-
-func grantOf(st statement.Statement) *statement.Grant {
-	switch s := st.(type) {
-	case *statement.ConfirmDoc:
-		return &s.Grant
-	case *statement.DelegateDoc:
-		return &s.Grant
-	}
-	return nil
 }
 
 // setMember sets (or adds) a member of a JSON object.
