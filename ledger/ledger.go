@@ -49,7 +49,7 @@ type Options struct {
 	// Passphrase supplies the log key file's passphrase if it is encrypted.
 	Passphrase func() ([]byte, error)
 	// ProofCacheTiles is how many full tiles proofs keep in memory
-	// (default 2048, 16 KiB each).
+	// (default 65536, about 1 KiB each: a 16M-entry tree fits).
 	ProofCacheTiles int
 	// BadgerLog receives Badger's warnings and errors (default: discarded
 	// unless CUSTODY_BADGER_LOG is set).
@@ -84,7 +84,7 @@ func (o *Options) defaults() {
 		o.Clock = time.Now
 	}
 	if o.ProofCacheTiles <= 0 {
-		o.ProofCacheTiles = 2048
+		o.ProofCacheTiles = 65536
 	}
 }
 
@@ -125,6 +125,7 @@ type Ledger struct {
 
 	head     atomic.Pointer[Head] // the latest committed tree head
 	watchers broadcaster
+	stats    stats // commit counters, see Stats
 }
 
 // Head is a committed tree head: its size and signed checkpoint.

@@ -8,41 +8,69 @@ import (
 // tileKey names a hash tile.
 type tileKey struct{ level, index uint64 }
 
-// expandedTile holds a tile's hashes and every complete node above them
-// inside the tile: for a full tile 256 + 128 + ... + 1 = 511 hashes, bottom
-// level first. For a partial tile of width w, sub-level s holds its first
+// summaryLevel is the lowest sub-level a cached tile of tree level 0 keeps.
+// Those tiles are the many (one per 256 leaves): nodes below summaryLevel
+// span at most 2^summaryLevel hashes and are recomputed from the tile's data
+// (at most 7 hashes each), so such a tile costs 31 hashes (~1 KiB) in the
+// cache instead of 511 (16 KiB). Tiles of higher levels are few (1 per 65,536
+// leaves and fewer) and are kept whole, so a proof reads at most the one
+// level-0 tile of its leaf.
+const summaryLevel = 4
+
+// expandedTile holds every complete node of a tile at sub-levels lo..8,
+// lowest first. For a partial tile of width w, sub-level s holds its first
 // w>>s nodes; by the prefix property, later versions of the tile have the
 // same nodes there.
 type expandedTile struct {
-	width int // hashes at sub-level 0
-	h     [2*TileWidth - 1]Hash
+	width int    // hashes at sub-level 0
+	lo    uint64 // the lowest sub-level kept
+	h     []Hash
 }
 
-// levelOffset returns where sub-level s (0..8) of a tile starts in an
-// expandedTile: level s holds TileWidth>>s hashes.
-func levelOffset(s uint64) int { return 2*TileWidth - 2*TileWidth>>s }
+// levelOffset returns where sub-level s (lo..8) starts in h: sub-level s
+// holds TileWidth>>s hashes.
+func (x *expandedTile) levelOffset(s uint64) int {
+	return 2*TileWidth>>x.lo - 2*TileWidth>>s
+}
 
 // expandTile hashes every complete interior node of a tile, given its data
-// (1 to TileWidth hashes).
-func expandTile(data []byte) *expandedTile {
-	x := &expandedTile{width: len(data) / HashSize}
-	for i := range x.width {
-		x.h[i] = Hash(data[i*HashSize:])
+// (1 to TileWidth hashes), and keeps those at sub-level lo and up.
+func expandTile(data []byte, lo uint64) *expandedTile {
+	x := &expandedTile{width: len(data) / HashSize, lo: lo, h: make([]Hash, 2*TileWidth>>lo-1)}
+	var level [TileWidth]Hash
+	n := x.width
+	for i := range n {
+		level[i] = Hash(data[i*HashSize:])
 	}
-	for s := uint64(1); s <= TileHeight; s++ {
-		below, here := levelOffset(s-1), levelOffset(s)
-		for i := range x.width >> s {
-			x.h[here+i] = NodeHash(x.h[below+2*i], x.h[below+2*i+1])
+	for s := uint64(0); s <= TileHeight; s++ {
+		if s > 0 {
+			n >>= 1
+			for i := range n {
+				level[i] = NodeHash(level[2*i], level[2*i+1])
+			}
+		}
+		if s >= lo {
+			copy(x.h[x.levelOffset(s):], level[:n])
 		}
 	}
 	return x
 }
 
-// node returns the node at sub-level s of the tile whose index within its
-// tree level is index. The node must be complete in x: its last hash at
-// sub-level 0 must be below x.width.
+// node returns the node at sub-level s (>= x.lo) of the tile whose index
+// within its tree level is index. The node must be complete in x.
 func (x *expandedTile) node(s, index uint64) Hash {
-	return x.h[levelOffset(s)+int(index%(TileWidth>>s))]
+	return x.h[x.levelOffset(s)+int(index%(TileWidth>>s))]
+}
+
+// keeps reports whether a cached tile at tile level k holds sub-level s.
+func keeps(k, s uint64) bool { return k > 0 || s >= summaryLevel }
+
+// lowestKept is the lowest sub-level cached for tiles of tile level k.
+func lowestKept(k uint64) uint64 {
+	if k > 0 {
+		return 0
+	}
+	return summaryLevel
 }
 
 // tileCache is a least-recently-used cache of expanded tiles.

@@ -43,7 +43,8 @@ type Prover struct {
 
 // NewProver returns a Prover reading tiles from r. If cacheTiles > 0, it keeps
 // up to that many tiles in memory, with every complete interior node of each
-// already hashed (16 KiB per tile), evicting the least recently used.
+// already hashed (a level-0 tile from sub-level 4 up, about 1 KiB; a
+// higher tile whole, 16 KiB), evicting the least recently used.
 //
 // The cache never serves stale data: full tiles never change, and a partial
 // tile is cached with its width and used only for nodes inside that width,
@@ -170,20 +171,22 @@ func (p *Prover) EdgeAt(size uint64) (*Edge, error) {
 // cache or recomputed from the bottom hashes of the tile that holds it.
 func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 	k, ti, pos, need := nodeSpan(level, index)
-	if p.cache != nil {
+	s := level % TileHeight
+	if p.cache != nil && keeps(k, s) {
 		if x := p.cache.get(tileKey{k, ti}, need); x != nil {
-			return x.node(level%TileHeight, index), nil
+			return x.node(s, index), nil
 		}
 	}
 	data, err := m.read(p.r, k, ti, need)
 	if err != nil {
 		return Hash{}, err
 	}
-	if p.cache != nil {
-		x := expandTile(data)
+	if p.cache != nil && keeps(k, s) {
+		x := expandTile(data, lowestKept(k))
 		p.cache.add(tileKey{k, ti}, x)
-		return x.node(level%TileHeight, index), nil
+		return x.node(s, index), nil
 	}
+	// A low node spans at most 2^summaryLevel hashes: hash them directly.
 	return subtreeHash(data[pos*HashSize : need*HashSize]), nil
 }
 
