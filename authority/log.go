@@ -217,10 +217,22 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 	}
 	if e.partial && (d.Verdict != Denied || string(d.Code) != doc.ReasonCode) && outside {
 		// The reason rests on leaves outside this view: take the DENIAL's
-		// word for it, and say so.
+		// word for it, and say so. What it says of the envelope it carries
+		// is still checked.
 		want := e.denialShell(doc, index, at)
 		if err := e.sameDenial(doc, want, false); err != nil {
 			return nil, nil, err
+		}
+		canonEnv, _ := inner.Envelope.Canonical()
+		sum := sha256.Sum256(canonEnv)
+		kind, _ := statement.KindOfPayloadType(inner.PayloadType)
+		switch {
+		case doc.EnvelopeSHA256 != hex.EncodeToString(sum[:]):
+			return nil, nil, fmt.Errorf("envelope_sha256 %s is not the hash of the envelope it carries", doc.EnvelopeSHA256)
+		case doc.SignerKeyID != inner.KeyID:
+			return nil, nil, fmt.Errorf("signer_keyid %s is not the key of the envelope it carries (%s)", doc.SignerKeyID, inner.KeyID)
+		case doc.StatementType != kind:
+			return nil, nil, fmt.Errorf("statement_type %s is not the kind of the envelope it carries (%s)", doc.StatementType, kind)
 		}
 		e.AcceptDenial(doc, index)
 		return doc, &Decision{Verdict: Denied, Code: Code(doc.ReasonCode), Reason: doc.Reason, Kind: doc.StatementType,

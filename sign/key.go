@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // GenerateKey returns a new Ed25519 key pair from crypto/rand.
@@ -47,10 +49,39 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 // not of small order (the 8 torsion points, incl. the identity), and in the
 // prime-order subgroup (no torsion component). Keys made by any RFC 8032
 // key generation, including Go's and OpenSSL's, always pass.
+//
+// The answer is a pure function of the 32 bytes and the subgroup check is
+// costly (about 0.4 ms), while the same keys recur in every grant and every
+// bundle, so results are remembered (up to checkedMax keys).
 func CheckPublicKey(pub ed25519.PublicKey) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return keyErr("public_key", fmt.Sprintf("must be %d bytes, got %d", ed25519.PublicKeySize, len(pub)))
 	}
+	k := [32]byte(pub)
+	if v, ok := checked.Load(k); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	err := checkPoint(pub)
+	if checkedN.Add(1) > checkedMax {
+		checked.Clear() // bound memory; forgetting only costs a recheck
+		checkedN.Store(0)
+	}
+	checked.Store(k, err)
+	return err
+}
+
+// checked remembers CheckPublicKey's answers: [32]byte -> error (nil: ok).
+var (
+	checked  sync.Map
+	checkedN atomic.Int64
+)
+
+const checkedMax = 1 << 16
+
+func checkPoint(pub ed25519.PublicKey) error {
 	switch classifyPoint(pub) {
 	case pointOK:
 		return nil

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -65,6 +67,7 @@ var wholeLog = []string{
 	"each key's seq across workflows (here: strictly increasing within the bundle)",
 	"identity bindings made in other workflows",
 	"uniqueness of ids across workflows",
+	"that no leaf of the workflow or of the trust chain lies outside the back-links shown (the log writes them; the checkpoint commits to them)",
 }
 
 // ErrUnusable wraps failures to read the input at all (exit 1, not 4).
@@ -89,11 +92,12 @@ func idx(i uint64) *uint64 { return &i }
 // ErrUnusable only when the inputs cannot be read at all; every other
 // problem is a failed check in an invalid Verdict.
 func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
-	v := &Verdict{Valid: true, Origin: b.Origin, Subject: b.Subject}
+	verifierKey = strings.TrimSpace(verifierKey)
 	logPub, err := verifierPublicKey(verifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
 	}
+	v := &Verdict{Valid: true, Origin: b.Origin, Subject: b.Subject}
 
 	// 1. The checkpoint.
 	cp, err := merkle.OpenCheckpoint([]byte(b.Checkpoint), b.Origin, verifierKey)
@@ -325,9 +329,14 @@ func checkGenesis(g *entry, origin string, logPub []byte, verifierKey string) er
 	return nil
 }
 
-// verifierPublicKey extracts the Ed25519 key of a signed-note verifier key.
+// verifierPublicKey checks a signed-note verifier key (an unreadable key
+// makes the input unusable, not the evidence invalid) and extracts its
+// Ed25519 key.
 func verifierPublicKey(vkey string) ([]byte, error) {
-	g := statement.GenesisDoc{LogKey: strings.TrimSpace(vkey)}
+	if _, err := note.NewVerifier(vkey); err != nil {
+		return nil, fmt.Errorf("%q is not a signed-note verifier key: %v", vkey, err)
+	}
+	g := statement.GenesisDoc{LogKey: vkey}
 	return g.LogPublicKey()
 }
 

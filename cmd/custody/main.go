@@ -78,8 +78,12 @@ func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	code, quiet := exitError, false
 	var ee *exitErr
-	if errors.As(err, &ee) {
+	var coder interface{ ExitCode() int } // e.g. verifycli.ExitError
+	switch {
+	case errors.As(err, &ee):
 		code, quiet = ee.code, ee.quiet
+	case errors.As(err, &coder):
+		code = coder.ExitCode()
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))

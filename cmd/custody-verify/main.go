@@ -1,0 +1,19 @@
+// Command custody-verify checks custody evidence offline: bundles,
+// tlog-proofs and checkpoint consistency, with only the log's public key.
+// It is built from package verify and the verify command alone, without
+// the ledger or its database, so that an auditor's binary stays small.
+//
+// Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/custodylog/custody/internal/verifycli"
+)
+
+func main() {
+	cmd := verifycli.Standalone()
+	os.Exit(verifycli.Exit(cmd.Run(context.Background(), os.Args), cmd.Name, os.Stderr))
+}

@@ -1,0 +1,335 @@
+// Package verifycli is the `verify` command: it checks custody evidence
+// offline with package verify and nothing else, so that both the full
+// custody binary and the verifier-only custody-verify binary can carry it
+// without the ledger or Badger.
+//
+// # Exit status
+//
+//	0  the evidence is valid
+//	4  the evidence is invalid (the verdict says which check failed)
+//	1  the input is unusable (unreadable file, not a bundle, bad key)
+//	2  usage error
+//
+// Errors come back from the command's Action as *ExitError, which carries
+// the status; the root command decides how to exit (see Exit).
+package verifycli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/custodylog/custody/verify"
+)
+
+// Exit statuses.
+const (
+	ExitValid    = 0
+	ExitUnusable = 1
+	ExitUsage    = 2
+	ExitInvalid  = 4
+)
+
+// ExitError is an error with the process exit status it calls for. It
+// satisfies urfave/cli's ExitCoder, so a root command without its own
+// ExitErrHandler prints it and exits with Code.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode implements cli.ExitCoder.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// ErrInvalid is the error of an invalid verdict (exit status 4); the
+// verdict itself has been written to the command's output.
+var ErrInvalid = errors.New("the evidence does not verify")
+
+func usagef(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+func unusable(err error) error {
+	return &ExitError{Code: ExitUnusable, Err: err}
+}
+
+// Exit turns the error a command returned into an exit status, printing
+// it to stderr prefixed with prog. Errors that are not *ExitError come from
+// flag parsing and are usage errors.
+func Exit(err error, prog string, stderr io.Writer) int {
+	if err == nil {
+		return ExitValid
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitUsage
+}
+
+const tlogProofHeader = "c2sp.org/tlog-proof@v1"
+
+// Command returns the `verify` command for the custody CLI.
+func Command() *cli.Command { return newCommand("verify", "custody verify") }
+
+// Standalone returns the command as the root of the custody-verify binary:
+// named custody-verify, and returning its errors instead of exiting, so
+// that main can pass them to Exit.
+func Standalone() *cli.Command {
+	c := newCommand("custody-verify", "custody-verify")
+	c.ExitErrHandler = func(context.Context, *cli.Command, error) {}
+	return c
+}
+
+func newCommand(name, prog string) *cli.Command {
+	// Each command has its own flags: one flag value must not be parsed by
+	// two commands.
+	keyFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "log-key", Local: true, TakesFile: true,
+			Usage: "the log's checkpoint verifier key (`VKEY`: <origin>+<hash>+<key>), or a file holding it"}
+	}
+	jsonFlag := func() cli.Flag { return &cli.BoolFlag{Name: "json", Local: true, Usage: "print the verdict as JSON"} }
+	onUsage := func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+		return usagef("%v (see %s --help)", err, prog)
+	}
+	consistency := &cli.Command{
+		Name:      "consistency",
+		Usage:     "check that a newer checkpoint extends an older one",
+		ArgsUsage: "OLD NEW",
+		UsageText: prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
+		Description: strings.TrimSpace(`
+OLD and NEW are checkpoint files (signed notes) of the same log. FILE holds
+the RFC 6962 consistency proof between their sizes, one base64 hash per
+line, as custody prints it. Both checkpoints must be signed by the log key;
+equal sizes must have equal roots; a newer checkpoint smaller than the
+older is a rollback.
+
+Example:
+  ` + prog + ` consistency checkpoint.old checkpoint.new \
+      --proof consistency.proof --log-key log.vkey`),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "proof", Local: true, Usage: "the consistency proof `FILE`", TakesFile: true},
+			keyFlag(), jsonFlag(),
+		},
+		OnUsageError: onUsage,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return runConsistency(cmd, prog)
+		},
+	}
+	return &cli.Command{
+		Name:      name,
+		Usage:     "verify a bundle or tlog-proof offline, with only the log's public key",
+		ArgsUsage: "BUNDLE",
+		UsageText: prog + " BUNDLE --log-key VKEY [--json]\n" + prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
+		Description: strings.TrimSpace(`
+BUNDLE is a bundle file made by custody prove (custody-bundle/v1), or a
+C2SP tlog-proof file (detected by its first line, ` + tlogProofHeader + `);
+- reads standard input. VKEY is the log's signed-note verifier key, given
+as the string itself or as a file holding it.
+
+For a bundle, the verifier checks the checkpoint signature, every inclusion
+proof, the trust chain and the workflow's back-links, and re-runs the
+ledger's decision function over every entry: a log that admitted what it
+should have refused is caught, and the verdict names the entry and the
+rule. A tlog-proof proves inclusion of one entry only.
+
+Examples:
+  ` + prog + ` receipt.bundle.json --log-key log.vkey
+  ` + prog + ` receipt.bundle.json --log-key 'example.com/custody+1a2b3c4d+AU...'
+  ` + prog + ` receipt.tlog-proof --log-key log.vkey
+  ` + prog + ` workflow.bundle.json --log-key log.vkey --json | jq .valid
+  ` + prog + ` consistency checkpoint.old checkpoint.new --proof consistency.proof --log-key log.vkey
+
+Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.`),
+		Flags:                  []cli.Flag{keyFlag(), jsonFlag()},
+		Commands:               []*cli.Command{consistency},
+		OnUsageError:           onUsage,
+		HideHelpCommand:        true,
+		UseShortOptionHandling: false,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return runVerify(cmd, prog)
+		},
+	}
+}
+
+func runVerify(cmd *cli.Command, prog string) error {
+	args := cmd.Args().Slice()
+	if len(args) != 1 {
+		return usagef("want one BUNDLE argument, got %d (see %s --help)", len(args), prog)
+	}
+	vkey, err := logKey(cmd, prog)
+	if err != nil {
+		return err
+	}
+	data, err := readInput(cmd, args[0])
+	if err != nil {
+		return emitUnusable(cmd, err)
+	}
+	var v *verify.Verdict
+	if line, _, _ := bytes.Cut(data, []byte("\n")); string(line) == tlogProofHeader {
+		v, err = verify.VerifyTLogProof(data, vkey)
+	} else {
+		var b *verify.Bundle
+		b, err = verify.ParseBundle(data)
+		if err != nil {
+			return emitUnusable(cmd, fmt.Errorf("%s: %w", args[0], err))
+		}
+		v, err = verify.VerifyBundle(b, vkey)
+	}
+	if err != nil {
+		return emitUnusable(cmd, fmt.Errorf("%s: %w", args[0], err))
+	}
+	return emit(cmd, v)
+}
+
+func runConsistency(cmd *cli.Command, prog string) error {
+	args := cmd.Args().Slice()
+	if len(args) != 2 {
+		return usagef("want OLD and NEW checkpoint arguments, got %d (see %s consistency --help)", len(args), prog)
+	}
+	if cmd.String("proof") == "" {
+		return usagef("--proof FILE is required (see %s consistency --help)", prog)
+	}
+	vkey, err := logKey(cmd, prog)
+	if err != nil {
+		return err
+	}
+	var in [3][]byte
+	for i, name := range []string{args[0], args[1], cmd.String("proof")} {
+		if in[i], err = readInput(cmd, name); err != nil {
+			return emitUnusable(cmd, err)
+		}
+	}
+	hashes, err := verify.ParseHashes(in[2])
+	if err != nil {
+		return emitUnusable(cmd, fmt.Errorf("%s: %w", cmd.String("proof"), err))
+	}
+	v, err := verify.VerifyConsistency(in[0], in[1], hashes, vkey)
+	if err != nil {
+		return emitUnusable(cmd, err)
+	}
+	return emit(cmd, v)
+}
+
+// logKey reads --log-key: a verifier key, or a file holding one.
+func logKey(cmd *cli.Command, prog string) (string, error) {
+	arg := flagString(cmd, "log-key")
+	if arg == "" {
+		return "", usagef("--log-key VKEY is required: the log's checkpoint verifier key, or a file holding it (see %s --help)", prog)
+	}
+	if k := strings.TrimSpace(arg); isVerifierKey(k) {
+		return k, nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		return "", emitUnusable(cmd, fmt.Errorf("--log-key %q is neither a verifier key nor a readable file: %v", arg, err))
+	}
+	k := strings.TrimSpace(string(data))
+	if !isVerifierKey(k) {
+		return "", emitUnusable(cmd, fmt.Errorf("--log-key file %s does not hold a signed-note verifier key (<origin>+<hash>+<key>)", arg))
+	}
+	return k, nil
+}
+
+func isVerifierKey(s string) bool {
+	_, err := note.NewVerifier(s)
+	return err == nil
+}
+
+// readInput reads a named file, or standard input for "-".
+func readInput(cmd *cli.Command, name string) ([]byte, error) {
+	if name == "-" {
+		r := cmd.Root().Reader
+		if r == nil {
+			r = os.Stdin
+		}
+		return io.ReadAll(r)
+	}
+	return os.ReadFile(name)
+}
+
+func stdout(cmd *cli.Command) io.Writer {
+	if w := cmd.Root().Writer; w != nil {
+		return w
+	}
+	return os.Stdout
+}
+
+// emit writes the verdict and returns the error its validity calls for.
+func emit(cmd *cli.Command, v *verify.Verdict) error {
+	w := stdout(cmd)
+	if flagBool(cmd, "json") {
+		out, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return unusable(err)
+		}
+		w.Write(append(out, '\n'))
+	} else {
+		v.WriteText(w)
+	}
+	if v.Valid {
+		return nil
+	}
+	err := ErrInvalid
+	if f := v.Failure(); f != nil {
+		err = fmt.Errorf("%w: %s: %s", ErrInvalid, f.Name, f.Detail)
+	}
+	return &ExitError{Code: ExitInvalid, Err: err}
+}
+
+// emitUnusable reports unusable input; with --json it also writes
+// {"error": ..., "unusable": true} so that a script reading stdout sees it.
+func emitUnusable(cmd *cli.Command, err error) error {
+	if flagBool(cmd, "json") {
+		out, _ := json.Marshal(struct {
+			Error    string `json:"error"`
+			Unusable bool   `json:"unusable"`
+		}{err.Error(), true})
+		stdout(cmd).Write(append(out, '\n'))
+	}
+	return unusable(err)
+}
+
+// hasFlag reports whether c itself defines the named flag.
+func hasFlag(c *cli.Command, name string) bool {
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// flagString reads a flag given to cmd or, as in `verify --log-key K
+// consistency ...`, to the command above it.
+func flagString(cmd *cli.Command, name string) string {
+	for _, c := range cmd.Lineage() {
+		if hasFlag(c, name) && c.IsSet(name) {
+			return c.String(name)
+		}
+	}
+	return ""
+}
+
+func flagBool(cmd *cli.Command, name string) bool {
+	for _, c := range cmd.Lineage() {
+		if hasFlag(c, name) && c.IsSet(name) {
+			return c.Bool(name)
+		}
+	}
+	return false
+}
