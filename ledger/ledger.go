@@ -54,6 +54,10 @@ type Options struct {
 	// BadgerLog receives Badger's warnings and errors (default: discarded
 	// unless CUSTODY_BADGER_LOG is set).
 	BadgerLog badger.Logger
+	// ReserveBytes is the free space the ledger keeps on its filesystem
+	// (default 256 MiB): a batch that would leave less is not committed and
+	// fails with ErrDiskFull. See ErrDiskFull for why.
+	ReserveBytes int64
 	// LogOnly enables AppendLeaves, which writes raw leaves with no
 	// authority checks. It exists to measure the log alone (benchmarks and
 	// the side-by-side comparison with other logs); a ledger written this
@@ -82,6 +86,9 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.ReserveBytes <= 0 {
+		o.ReserveBytes = 256 << 20
 	}
 	if o.ProofCacheTiles <= 0 {
 		o.ProofCacheTiles = 65536

@@ -462,6 +462,15 @@ func (l *Ledger) commit(writes [][2][]byte, hashes []merkle.Hash, at time.Time) 
 	if err != nil {
 		return nil, err
 	}
+	size0 := 0
+	for _, w := range writes {
+		size0 += len(w[0]) + len(w[1])
+	}
+	// Leaves, their tiles, state and indexes, written to the value log and
+	// then again by compaction: reserve three times the batch.
+	if err := l.checkSpace(3 * size0); err != nil {
+		return nil, err
+	}
 	txn := l.db.NewTransaction(true)
 	defer txn.Discard()
 	set := func(k, v []byte) {
@@ -482,7 +491,11 @@ func (l *Ledger) commit(writes [][2][]byte, hashes []merkle.Hash, at time.Time) 
 		set(kOrigin, []byte(l.origin))
 	}
 	if err == nil {
+		start := time.Now()
 		err = txn.Commit() // SyncWrites: durable when this returns nil
+		if err == nil {
+			l.stats.record(len(hashes), time.Since(start))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("committing %d entries: %w", len(hashes), err)
