@@ -117,6 +117,7 @@ equal sizes must have equal roots; a newer checkpoint smaller than the
 older is a rollback.
 
 Example:
+
   ` + prog + ` consistency checkpoint.old checkpoint.new \
       --proof consistency.proof --log-key log.vkey`),
 		Flags: []cli.Flag{
@@ -145,7 +146,8 @@ ledger's decision function over every entry: a log that admitted what it
 should have refused is caught, and the verdict names the entry and the
 rule. A tlog-proof proves inclusion of one entry only.
 
-Examples:
+Example:
+
   ` + prog + ` receipt.bundle.json --log-key log.vkey
   ` + prog + ` receipt.bundle.json --log-key 'example.com/custody+1a2b3c4d+AU...'
   ` + prog + ` receipt.tlog-proof --log-key log.vkey
