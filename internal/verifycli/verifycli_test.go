@@ -96,7 +96,7 @@ func TestCommand(t *testing.T) {
 		{"no bundle", "", []string{"--log-key", key}, 2, nil, []string{"want one BUNDLE argument, got 0"}},
 		{"two bundles", "", []string{f("receipt.bundle.json"), f("outcome.bundle.json"), "--log-key", key}, 2, nil, []string{"got 2"}},
 		{"unknown flag", "", []string{f("receipt.bundle.json"), "--log-key", key, "--frobnicate"}, 2, nil, []string{"frobnicate"}},
-		{"help", "", []string{"--help"}, 0, []string{"Examples:", "Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error", "consistency"}, nil},
+		{"help", "", []string{"--help"}, 0, []string{"Example:", "Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error", "consistency"}, nil},
 		{"consistency help", "", []string{"consistency", "--help"}, 0, []string{"--proof FILE", "Example:"}, nil},
 	}
 	for _, tc := range cases {
