@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
@@ -73,7 +74,7 @@ func (e *Engine) Denial(d *Decision, env *sign.Parsed, index uint64, loggedAt ti
 		SignerKeyID:    env.KeyID,
 		StatementType:  d.Kind,
 		ReasonCode:     string(d.Code),
-		Reason:         d.Reason,
+		Reason:         clipReason(d.Reason),
 		Workflow:       e.denialWorkflow(d, env),
 	}
 	if id := statement.PeekID(d.Kind, env.Payload); scope.CheckIdentifier(id) == nil {
@@ -84,6 +85,24 @@ func (e *Engine) Denial(d *Decision, env *sign.Parsed, index uint64, loggedAt ti
 		doc.Envelope = &cp
 	}
 	return doc
+}
+
+// maxDenialReason bounds the reason a DENIAL records. A reason may quote
+// the refused payload (an unknown field's name, for one), and a DENIAL must
+// always fit in a leaf once its envelope is left out (DESIGN §5); otherwise
+// the submission would be blocked without being logged.
+const maxDenialReason = 2048
+
+// clipReason cuts a reason to maxDenialReason bytes on a UTF-8 boundary.
+func clipReason(s string) string {
+	if len(s) <= maxDenialReason {
+		return s
+	}
+	cut := maxDenialReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " [cut]"
 }
 
 // denialWorkflow is the workflow a DENIAL joins: the one its statement

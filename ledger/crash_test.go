@@ -78,8 +78,11 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			close(lines)
 		}()
-		// Wait for the child to start appending, then kill it at a random moment.
-		deadline := time.After(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		// Wait for the child's first acknowledgement (a slow machine or the
+		// race detector can take seconds to start it), then kill it at a
+		// random moment.
+		var deadline <-chan time.Time
+		started := time.After(2 * time.Minute)
 	wait:
 		for {
 			select {
@@ -88,8 +91,16 @@ func TestCrashRecovery(t *testing.T) {
 					break wait
 				}
 				parseAck(t, line, acked, func(size uint64, root string) { heads = append(heads, seenHead{size, root}) })
+				if deadline == nil {
+					deadline = time.After(time.Duration(50+rng.IntN(600)) * time.Millisecond)
+				}
 			case <-deadline:
 				break wait
+			case <-started:
+				if deadline == nil {
+					cmd.Process.Kill()
+					t.Fatalf("round %d: the child acknowledged nothing within 2 minutes", round)
+				}
 			}
 		}
 		cmd.Process.Signal(syscall.SIGKILL)

@@ -26,7 +26,7 @@ import (
 // authorFlags are the flags every authoring command has; keyFlag names the
 // signer's key flag ("key", or "admin-key" for principal).
 func authorFlags(keyFlag, keyUsage string) []cli.Flag {
-	return []cli.Flag{
+	return withRemote(
 		dirFlag(),
 		&cli.StringFlag{Name: keyFlag, Usage: keyUsage, Required: true, TakesFile: true},
 		&cli.StringFlag{Name: "id", Usage: "the statement id (default: <kind>_<8 random hex>)"},
@@ -35,24 +35,25 @@ func authorFlags(keyFlag, keyUsage string) []cli.Flag {
 		&cli.Uint64Flag{Name: "seq", HideDefault: true, Usage: "with --out: the seq to use (default: the key's next seq in the ledger)"},
 		&cli.StringFlag{Name: "log", Usage: "with --out: the log's origin (default: the ledger's)"},
 		jsonFlag(),
-	}
+	)
 }
 
 // authoring is one authoring command in progress.
 type authoring struct {
+	ctx     context.Context
 	c       *cli.Command
 	priv    ed25519.PrivateKey
 	pub     ed25519.PublicKey
-	l       *ledger.Ledger
+	l       logStore // the data folder's ledger, or the server of --ledger
 	openErr error
 	offline bool // --out: the ledger is opened only if something needs it
 }
 
-func beginAuthoring(c *cli.Command, keyFlag string) (*authoring, error) {
+func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*authoring, error) {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return nil, err
 	}
-	a := &authoring{c: c, offline: c.IsSet("out")}
+	a := &authoring{ctx: ctx, c: c, offline: c.IsSet("out")}
 	if !a.offline {
 		for _, f := range []string{"seq", "log"} {
 			if c.IsSet(f) {
@@ -83,13 +84,13 @@ func (a *authoring) close() {
 
 // ledger opens the ledger the first time something needs it; why says what
 // for, in the error when it cannot be opened.
-func (a *authoring) ledger(why string) (*ledger.Ledger, error) {
+func (a *authoring) ledger(why string) (logStore, error) {
 	if a.l != nil || a.openErr != nil {
 		return a.l, a.openErr
 	}
-	a.l, a.openErr = openLedger(a.c)
+	a.l, a.openErr = openStore(a.ctx, a.c)
 	if a.openErr != nil && a.offline {
-		a.openErr = fmt.Errorf("%s needs the ledger (%w); give it with --dir, or the value with its flag", why, a.openErr)
+		a.openErr = fmt.Errorf("%s needs the ledger (%w); give it with --dir or --ledger, or the value with its flag", why, a.openErr)
 	}
 	return a.l, a.openErr
 }
@@ -269,7 +270,7 @@ func principalCommand() *cli.Command {
 			Description: desc,
 			Flags:       flags,
 			Action: func(ctx context.Context, c *cli.Command) error {
-				a, err := beginAuthoring(c, "admin-key")
+				a, err := beginAuthoring(ctx, c, "admin-key")
 				if err != nil {
 					return err
 				}
@@ -392,7 +393,7 @@ Example:
        --ttl 15m --risk high --id confirm_42c1`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}
@@ -439,7 +440,7 @@ Example:
        --limit budget_usd=742 --limit max_side_effects=1 --ttl 10m`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}
@@ -530,7 +531,7 @@ Example:
 					return usage(c, "--reserve is for a pending receipt")
 				}
 			}
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}
@@ -615,7 +616,7 @@ Example:
    custody stop --dir ./custody-data --key alice.key --workflow wf_9f3a --scope chain --takeover human --reason "trip cancelled"`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}
@@ -649,7 +650,7 @@ Example:
    custody resume --dir ./custody-data --key alice.key --stop-ref stop_1a2b3c4d`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}
@@ -691,7 +692,7 @@ Example:
    custody revoke --dir ./custody-data --key alice.key --target confirm_42c1 --reason "card reported stolen"`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(c, "key")
+			a, err := beginAuthoring(ctx, c, "key")
 			if err != nil {
 				return err
 			}

@@ -173,11 +173,11 @@ in input order.
 Example:
 
    custody append --dir ./custody-data envelopes.jsonl`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "envelopes in flight at once (only for independent envelopes)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per line"},
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			a, err := args(c, 0, 1, "")
 			if err != nil {
@@ -196,7 +196,7 @@ Example:
 				return fmt.Errorf("append: %w", err)
 			}
 			defer in.Close()
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -263,7 +263,7 @@ type submission struct {
 // the answers in input order, and returns how many were denied or refused.
 // With n = 1 each envelope is submitted only after the previous one was
 // answered, so the log's order is the input's.
-func appendAll(ctx context.Context, l *ledger.Ledger, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
+func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
 	queue := make(chan *submission, n)
 	sem := make(chan struct{}, n)
 	var readErr error
@@ -373,12 +373,12 @@ bidirectional-override characters in free text are printed escaped.
 Example:
 
    custody get --dir ./custody-data --id confirm_42c1`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			jsonFlag(),
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
@@ -386,7 +386,7 @@ Example:
 			if c.IsSet("index") == c.IsSet("id") {
 				return usage(c, "give exactly one of --index and --id")
 			}
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -505,16 +505,16 @@ Example:
 
    custody checkpoint --dir ./custody-data > checkpoint.txt
    custody checkpoint --dir ./custody-data --key`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
 			jsonFlag(),
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -580,17 +580,17 @@ so the proof can be checked offline.
 Example:
 
    custody proof inclusion --dir ./custody-data --index 3 --json`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index", Required: true},
 			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
 			jsonFlag(),
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -647,17 +647,17 @@ between the two checkpoints. --json adds both roots.
 Example:
 
    custody proof consistency --dir ./custody-data --from 10 --to 20 --json`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.Uint64Flag{Name: "from", Usage: "the older tree size", Required: true},
 			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
 			jsonFlag(),
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -760,7 +760,7 @@ Example:
 }
 
 // keyName returns the name bound to a key in the ledger.
-func keyName(l *ledger.Ledger, pub ed25519.PublicKey) (string, error) {
+func keyName(l logStore, pub ed25519.PublicKey) (string, error) {
 	rec, err := l.KeyBinding(sign.KeyID(pub))
 	if err != nil {
 		return "", err

@@ -32,14 +32,14 @@ Example:
 
    custody prove --dir ./custody-data --id rcpt_1 --out rcpt_1.bundle.json
    custody verify rcpt_1.bundle.json --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
-		Flags: []cli.Flag{
+		Flags: withRemote(
 			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			&cli.BoolFlag{Name: "workflow", Usage: "include the workflow up to its latest entry, not just up to the subject"},
 			&cli.StringFlag{Name: "format", Value: "bundle", Usage: "bundle or tlog-proof"},
 			&cli.StringFlag{Name: "out", Usage: "the file to write (- for standard output)", Required: true},
-		},
+		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
@@ -51,7 +51,7 @@ Example:
 			if format != "bundle" && format != "tlog-proof" {
 				return usage(c, "--format %q: use bundle or tlog-proof", format)
 			}
-			l, err := openLedger(c)
+			l, err := openStore(ctx, c)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,297 @@
+// Package client talks to a custody ledger server (package server) for
+// agent runtimes written in Go. It trusts nothing the server says that it
+// can check: every append answer is verified against the log's
+// checkpoint verifier key before it is returned — the checkpoint's
+// signature, the inclusion proof of the leaf, and that the leaf holds the
+// exact envelope submitted (or, for a denial, a DENIAL signed by the log
+// key naming it). A server that lies is caught and the answer is an error.
+//
+// Runtime builds on it: an agent's key and name, statements filled in and
+// signed, and Execute, which runs a step only after the ledger durably
+// accepted its pending receipt, and cancels the step when a STOP arrives.
+//
+// # What it does not check
+//
+// A verified answer proves the log committed to the entry under a signed
+// checkpoint; it does not prove that the log shows every client the same
+// tree (use consistency proofs between checkpoints, or witnesses, for
+// that), nor that the decision was right (verify a bundle for that:
+// VerifyBundle).
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/statement"
+)
+
+// Options tune a Client. The zero value is sensible.
+type Options struct {
+	// HTTPClient makes the requests (default: one with a 30s timeout and
+	// enough idle connections per host for many concurrent appends).
+	HTTPClient *http.Client
+	// Retries is how many times an append answered 503 (overloaded or
+	// shutting down) or lost in transport is sent again (default 3;
+	// negative: never). Resending is safe: the ledger answers a
+	// byte-identical submission with its first decision.
+	Retries int
+	// MaxRetryWait caps the wait between retries (default 2s), whatever
+	// Retry-After says.
+	MaxRetryWait time.Duration
+}
+
+// Client is a verified connection to one log. It is safe for concurrent
+// use.
+type Client struct {
+	base   string // without a trailing slash
+	vkey   string
+	origin string
+	logPub ed25519.PublicKey
+	hc     *http.Client
+	opts   Options
+
+	mu  sync.Mutex
+	cps map[string]merkle.Checkpoint // verified checkpoint texts (a few recent ones), guarded by mu
+}
+
+// New returns a client of the server at baseURL (like
+// http://127.0.0.1:8080) for the log whose checkpoint verifier key is
+// verifierKey (custody checkpoint --key). Get the key out of band: it is
+// what every answer is checked against.
+func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: t}
+	}
+	if o.Retries == 0 {
+		o.Retries = 3
+	}
+	if o.MaxRetryWait <= 0 {
+		o.MaxRetryWait = 2 * time.Second
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: ledger URL %q: want http://host:port or https://host", baseURL)
+	}
+	verifierKey = strings.TrimSpace(verifierKey)
+	v, err := note.NewVerifier(verifierKey)
+	if err != nil {
+		return nil, fmt.Errorf("client: %q is not a checkpoint verifier key: %v", verifierKey, err)
+	}
+	pub, err := (&statement.GenesisDoc{LogKey: verifierKey}).LogPublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("client: verifier key: %w", err)
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), vkey: verifierKey, origin: v.Name(), logPub: pub,
+		hc: o.HTTPClient, opts: o, cps: map[string]merkle.Checkpoint{}}, nil
+}
+
+// Discover fetches the log's description, verifier key included, from
+// the server itself: trust on first use. Prefer a key you got out of band.
+func Discover(ctx context.Context, baseURL string, hc *http.Client) (*api.Log, error) {
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+	var out api.Log
+	if err := c.getJSON(ctx, api.PathLog, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Origin is the log's origin (the verifier key's name).
+func (c *Client) Origin() string { return c.origin }
+
+// VerifierKey is the checkpoint verifier key answers are checked against.
+func (c *Client) VerifierKey() string { return c.vkey }
+
+// URL is the server's base URL.
+func (c *Client) URL() string { return c.base }
+
+// HTTPError is an answer that is neither a decision nor a refusal: the
+// server is overloaded, shutting down, failed, or the thing asked for does
+// not exist. Nothing was acknowledged.
+type HTTPError struct {
+	Status     int
+	ReasonCode string
+	Reason     string
+	RetryAfter time.Duration // from Retry-After, if any
+}
+
+func (e *HTTPError) Error() string {
+	if e.ReasonCode == "" {
+		return fmt.Sprintf("ledger server: HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("ledger server: HTTP %d: %s: %s", e.Status, e.ReasonCode, e.Reason)
+}
+
+// NotFound reports whether err is a 404 from the server.
+func NotFound(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Status == http.StatusNotFound
+}
+
+// ErrUnverified wraps every answer that failed verification: a checkpoint
+// not signed by the log key, a proof that does not verify, a leaf that
+// does not hold what was submitted. It means the server is faulty or
+// lying; the answer must not be trusted.
+var ErrUnverified = errors.New("client: the ledger's answer does not verify")
+
+func unverified(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnverified, fmt.Sprintf(format, args...))
+}
+
+// httpError reads an error answer.
+func httpError(resp *http.Response) error {
+	e := &HTTPError{Status: resp.StatusCode}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var doc api.Error
+	if json.Unmarshal(body, &doc) == nil {
+		e.ReasonCode, e.Reason = doc.ReasonCode, doc.Reason
+	} else {
+		e.Reason = strings.TrimSpace(string(body))
+	}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			e.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	return e
+}
+
+// get fetches path and returns the body of a 200 answer (at most limit
+// bytes).
+func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ledger server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, httpError(resp)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("ledger server: reading %s: %w", path, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("ledger server: %s answered more than %d bytes", path, limit)
+	}
+	return body, nil
+}
+
+// maxDoc bounds a JSON answer (a workflow page of 1000 entries of up to
+// 64 KiB each, base64 and statement: about 180 MB in the worst case; real
+// pages are far smaller).
+const maxDoc = 256 << 20
+
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	body, err := c.get(ctx, path, maxDoc)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("ledger server: %s: %w", path, err)
+	}
+	return nil
+}
+
+// post sends body and returns the answer, retrying 503s and transport
+// failures as Options.Retries says.
+func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.hc.Do(req)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil || attempt >= c.opts.Retries {
+				return nil, fmt.Errorf("ledger server: %w", err)
+			}
+			wait = 50 * time.Millisecond << attempt
+		case resp.StatusCode == http.StatusServiceUnavailable && attempt < c.opts.Retries:
+			he := httpError(resp).(*HTTPError)
+			resp.Body.Close()
+			wait = max(he.RetryAfter, 50*time.Millisecond<<attempt)
+		default:
+			return resp, nil
+		}
+		t := time.NewTimer(min(wait, c.opts.MaxRetryWait))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// openCheckpoint verifies a checkpoint text against the log key, caching
+// the few most recent (many answers share one checkpoint).
+func (c *Client) openCheckpoint(text string) (merkle.Checkpoint, error) {
+	c.mu.Lock()
+	cp, ok := c.cps[text]
+	c.mu.Unlock()
+	if ok {
+		return cp, nil
+	}
+	cp, err := merkle.OpenCheckpoint([]byte(text), c.origin, c.vkey)
+	if err != nil {
+		return cp, unverified("checkpoint: %v", err)
+	}
+	c.mu.Lock()
+	if len(c.cps) >= 64 {
+		clear(c.cps)
+	}
+	c.cps[text] = cp
+	c.mu.Unlock()
+	return cp, nil
+}
+
+// OpenCheckpoint verifies a checkpoint's signature by the log key and
+// returns its content.
+func (c *Client) OpenCheckpoint(text []byte) (merkle.Checkpoint, error) {
+	return c.openCheckpoint(string(text))
+}
+
+func parseHashes(in []string) ([]merkle.Hash, error) {
+	out := make([]merkle.Hash, len(in))
+	for i, s := range in {
+		h, err := merkle.ParseHash(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}

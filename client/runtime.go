@@ -1,0 +1,512 @@
+package client
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// Hooks are the points where a runtime plugs its own behaviour into a
+// Runtime. Every field is optional. A Before* hook vetoes by returning an
+// error: nothing is written and the error is returned. Hooks run on the
+// calling goroutine, except OnStop and OnTakeover, which run on the
+// goroutine watching the workflow while a step executes.
+type Hooks struct {
+	// BeforeConfirm sees a CONFIRM before it is signed (a person's
+	// confirmation step: show it, ask, log it).
+	BeforeConfirm func(ctx context.Context, c *statement.ConfirmDoc) error
+	// AfterConfirm sees the ledger's verified acceptance of a CONFIRM.
+	AfterConfirm func(ctx context.Context, r *Receipt)
+	// BeforeExecute sees a step before its pending receipt is written.
+	BeforeExecute func(ctx context.Context, s Step) error
+	// AfterExecute sees what a step did, after its outcome receipt was
+	// written (or failed to be: err says).
+	AfterExecute func(ctx context.Context, s Step, o Outcome, err error)
+	// OnStop sees a STOP that covers a step while it executes, just
+	// before the step's context is cancelled.
+	OnStop func(ctx context.Context, stop *statement.StopDoc, index uint64)
+	// OnTakeover sees a STOP that hands the workflow over to this
+	// runtime's agent (takeover_to is its name).
+	OnTakeover func(ctx context.Context, stop *statement.StopDoc, index uint64)
+	// EmitReceipt sees every verified answer this runtime gets from the
+	// ledger, accepted or denied, to ship it to an audit sink.
+	EmitReceipt func(ctx context.Context, r *Receipt)
+}
+
+// Runtime is an agent (or person) with a key and a name, writing to one
+// log. It fills statement headers (timestamp, log, actor, seq), seals and
+// signs them, and appends them through a Client. It is safe for
+// concurrent use; its appends are made one at a time so that each carries
+// the next seq.
+type Runtime struct {
+	c     *Client
+	priv  ed25519.PrivateKey
+	pub   ed25519.PublicKey
+	keyID string
+	hooks Hooks
+
+	// Now is the clock of statement timestamps (default time.Now).
+	Now func() time.Time
+	// WatchTimeout bounds how long Execute waits to connect to the
+	// workflow's event stream before it refuses to run a step (default 10s).
+	WatchTimeout time.Duration
+
+	mu   sync.Mutex // held across each append: seq order
+	name string     // guarded by mu; "" until known
+	next uint64     // guarded by mu; the next seq, 0 when it must be fetched
+}
+
+// NewRuntime returns a runtime signing with priv under name (the name the
+// log binds, or will bind, to the key; "" to ask the ledger for it at the
+// first append).
+func NewRuntime(c *Client, priv ed25519.PrivateKey, name string, hooks *Hooks) *Runtime {
+	r := &Runtime{c: c, priv: priv, pub: priv.Public().(ed25519.PublicKey), name: name, Now: time.Now, WatchTimeout: 10 * time.Second}
+	r.keyID = sign.KeyID(r.pub)
+	if hooks != nil {
+		r.hooks = *hooks
+	}
+	return r
+}
+
+// Client is the runtime's client.
+func (r *Runtime) Client() *Client { return r.c }
+
+// Name is the runtime's name ("" if not known yet).
+func (r *Runtime) Name() string { r.mu.Lock(); defer r.mu.Unlock(); return r.name }
+
+// PublicKey is the runtime's public key.
+func (r *Runtime) PublicKey() ed25519.PublicKey { return r.pub }
+
+// Append fills st's header, seals it (scope_hash of a grant), signs it
+// and appends it; see Client.Append for the answers. Denied statements
+// consume no seq; after a seq_mismatch or an answer that never came, the
+// next seq is fetched from the ledger again.
+func (r *Runtime) Append(ctx context.Context, st statement.Statement) (*Receipt, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == 0 || r.name == "" {
+		ks, err := r.c.KeySeq(ctx, r.keyID)
+		if err != nil {
+			return nil, fmt.Errorf("finding the next seq of key %s: %w", r.keyID, err)
+		}
+		r.next = ks.NextSeq
+		if r.name == "" {
+			if !ks.Bound {
+				return nil, fmt.Errorf("key %s is not bound in the log: give the runtime its name", r.keyID)
+			}
+			r.name = ks.Name
+		}
+	}
+	h := st.Head()
+	h.Type = kindOf(st)
+	h.Timestamp = statement.FormatTimestamp(r.Now())
+	h.Log = r.c.Origin()
+	h.Actor = r.name
+	h.Seq = r.next
+	if err := statement.Seal(st); err != nil {
+		return nil, err
+	}
+	rec, err := r.c.AppendStatement(ctx, r.priv, st)
+	var denied *DeniedError
+	var refused *RefusedError
+	switch {
+	case err == nil:
+		r.next = h.Seq + 1
+	case errors.As(err, &denied):
+		if denied.Receipt.ReasonCode == string(authority.SeqMismatch) {
+			r.next = 0
+		}
+	case errors.As(err, &refused):
+	default:
+		r.next = 0 // the outcome is unknown: ask the ledger next time
+	}
+	if rec != nil && r.hooks.EmitReceipt != nil {
+		r.hooks.EmitReceipt(ctx, rec)
+	}
+	return rec, err
+}
+
+func kindOf(st statement.Statement) statement.Kind {
+	switch st.(type) {
+	case *statement.GenesisDoc:
+		return statement.Genesis
+	case *statement.PrincipalDoc:
+		return statement.Principal
+	case *statement.ConfirmDoc:
+		return statement.Confirm
+	case *statement.DelegateDoc:
+		return statement.Delegate
+	case *statement.RevokeDoc:
+		return statement.Revoke
+	case *statement.ReceiptDoc:
+		return statement.Receipt
+	case *statement.StopDoc:
+		return statement.Stop
+	case *statement.ResumeDoc:
+		return statement.Resume
+	}
+	return statement.Denial
+}
+
+// NewID returns a fresh statement id: <prefix>_<16 random hex digits>.
+func NewID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// Grant describes a CONFIRM or DELEGATE. Sets are made canonical (sorted,
+// without duplicates) for you.
+type Grant struct {
+	ID           string // default: a fresh id
+	Workflow     string // DELEGATE: default the parent's
+	Grantee      string
+	GranteeKey   ed25519.PublicKey
+	Steps        []string // absent: any step
+	Targets      []string
+	Capabilities []string
+	Principals   []string // absent: any grantee below
+	Limits       map[string]int64
+	TTL          time.Duration // whole seconds
+	Revocable    bool
+	Risk         string // CONFIRM only: low, medium, high
+}
+
+func (g *Grant) grant(workflow string) statement.Grant {
+	return statement.Grant{Grantee: statement.Grantee{Name: g.Grantee, PublicKey: sign.EncodePublicKey(g.GranteeKey)},
+		Scope: scope.Scope{WorkflowID: workflow, StepIDs: optionalSet(g.Steps), Targets: canonicalSet(g.Targets),
+			Capabilities: canonicalSet(g.Capabilities), Principals: optionalSet(g.Principals)},
+		Limits: g.Limits, TTLSeconds: int64(g.TTL / time.Second), Revocable: g.Revocable}
+}
+
+func canonicalSet(v []string) []string {
+	if len(v) == 0 {
+		return nil
+	}
+	out := slices.Clone(v)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func optionalSet(v []string) []string {
+	s := canonicalSet(v)
+	if len(s) == 1 && s[0] == "*" {
+		return nil
+	}
+	return s
+}
+
+// Confirm grants an agent authority (the runtime's key must be an
+// enrolled principal's). BeforeConfirm may veto it.
+func (r *Runtime) Confirm(ctx context.Context, g Grant) (*Receipt, error) {
+	id := g.ID
+	if id == "" {
+		id = NewID("confirm")
+	}
+	doc := &statement.ConfirmDoc{ConfirmID: id, Grant: g.grant(g.Workflow), RiskLevel: g.Risk}
+	if r.hooks.BeforeConfirm != nil {
+		if err := r.hooks.BeforeConfirm(ctx, doc); err != nil {
+			return nil, fmt.Errorf("before_confirm: %w", err)
+		}
+	}
+	rec, err := r.Append(ctx, doc)
+	if err == nil && r.hooks.AfterConfirm != nil {
+		r.hooks.AfterConfirm(ctx, rec)
+	}
+	return rec, err
+}
+
+// grantOf fetches an accepted CONFIRM or DELEGATE by id.
+func (r *Runtime) grantOf(ctx context.Context, id string) (*statement.Grant, error) {
+	e, err := r.c.Statement(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("grant %s: %w", id, err)
+	}
+	k := statement.Kind(e.Kind)
+	if k != statement.Confirm && k != statement.Delegate {
+		return nil, fmt.Errorf("%s is a %s, not a grant", id, e.Kind)
+	}
+	st, err := statement.Parse(k, e.Statement)
+	if err != nil {
+		return nil, fmt.Errorf("grant %s: %w", id, err)
+	}
+	return statement.GrantOf(st), nil
+}
+
+// Delegate hands a sub-agent part of the grant parentID (the runtime's
+// key must be its grantee). The workflow and parent_scope_hash are read
+// from the parent.
+func (r *Runtime) Delegate(ctx context.Context, parentID string, g Grant) (*Receipt, error) {
+	parent, err := r.grantOf(ctx, parentID)
+	if err != nil {
+		return nil, err
+	}
+	wf := g.Workflow
+	if wf == "" {
+		wf = parent.Scope.WorkflowID
+	}
+	id := g.ID
+	if id == "" {
+		id = NewID("delegate")
+	}
+	return r.Append(ctx, &statement.DelegateDoc{DelegationID: id, ParentRef: parentID, ParentScopeHash: parent.ScopeHash, Grant: g.grant(wf)})
+}
+
+// StopSpec describes a STOP.
+type StopSpec struct {
+	ID         string // default: a fresh id
+	Workflow   string
+	Step       string // "" stops the whole chain
+	Takeover   string // human (default), pause, delegate_to_other_agent
+	TakeoverTo string
+	Reason     string
+}
+
+// Stop halts a step (and the steps below it) or, with no step, the whole
+// workflow.
+func (r *Runtime) Stop(ctx context.Context, s StopSpec) (*Receipt, error) {
+	doc := &statement.StopDoc{RequestID: s.ID, Workflow: s.Workflow, StopScope: statement.StopChain, StepID: s.Step,
+		TakeoverMode: s.Takeover, TakeoverTo: s.TakeoverTo, Reason: s.Reason}
+	if doc.RequestID == "" {
+		doc.RequestID = NewID("stop")
+	}
+	if s.Step != "" {
+		doc.StopScope = statement.StopStep
+	}
+	if doc.TakeoverMode == "" {
+		doc.TakeoverMode = statement.TakeoverHuman
+	}
+	return r.Append(ctx, doc)
+}
+
+// Receipt appends a RECEIPT; an empty receipt_id gets a fresh one, and an
+// empty scope_hash or workflow is read from the grant it names.
+func (r *Runtime) Receipt(ctx context.Context, doc *statement.ReceiptDoc) (*Receipt, error) {
+	if doc.ReceiptID == "" {
+		doc.ReceiptID = NewID("receipt")
+	}
+	if doc.ScopeHash == "" || doc.Workflow == "" {
+		g, err := r.grantOf(ctx, doc.AuthorizationRef)
+		if err != nil {
+			return nil, err
+		}
+		if doc.ScopeHash == "" {
+			doc.ScopeHash = g.ScopeHash
+		}
+		if doc.Workflow == "" {
+			doc.Workflow = g.Scope.WorkflowID
+		}
+	}
+	return r.Append(ctx, doc)
+}
+
+// Step is an irreversible step Execute gates.
+type Step struct {
+	ReceiptID string // the pending receipt's id (default: a fresh one)
+	Workflow  string // default: the grant's
+	StepID    string
+	Action    string
+	Target    string
+	Auth      string // the id of the grant the agent acts under
+	ScopeHash string // default: the grant's
+	Reserve   map[string]int64
+}
+
+// covers reports whether a STOP applies to the step: a chain STOP of its
+// workflow, or a step STOP of its step or a step above it (step_3 covers
+// step_3/a).
+func (s *Step) covers(stop *statement.StopDoc) bool {
+	if stop.Workflow != s.Workflow {
+		return false
+	}
+	return stop.StopScope == statement.StopChain || s.StepID == stop.StepID || strings.HasPrefix(s.StepID, stop.StepID+"/")
+}
+
+// Outcome is what a step did. The zero value records success (or, when
+// fn returns an error, failure with that error).
+type Outcome struct {
+	Result      string // success, failure, partial
+	Consumed    map[string]int64
+	SideEffects map[string]string
+	Evidence    []string
+	Error       string
+}
+
+// StoppedError is the cause of a step's context when a STOP covering it
+// arrived while it ran (context.Cause(ctx)).
+type StoppedError struct {
+	Stop  *statement.StopDoc
+	Index uint64
+}
+
+func (e *StoppedError) Error() string {
+	what := "workflow " + e.Stop.Workflow
+	if e.Stop.StopScope == statement.StopStep {
+		what = "step " + e.Stop.StepID + " of " + what
+	}
+	return fmt.Sprintf("stopped: %s by STOP %s at index %d (takeover %s): %s", what, e.Stop.RequestID, e.Index, e.Stop.TakeoverMode, e.Stop.Reason)
+}
+
+// ErrNotExecuted wraps the error of an Execute that never ran its step.
+var ErrNotExecuted = errors.New("the step was not executed")
+
+// Execution is what Execute did.
+type Execution struct {
+	Pending *Receipt      // the accepted pending receipt (nil if it was not accepted)
+	Ran     bool          // fn was called
+	Outcome *Receipt      // the outcome receipt, if it was logged
+	Stopped *StoppedError // the STOP that cancelled the step, if one did
+}
+
+// Execute gates an irreversible step: it writes the pending receipt,
+// waits for the ledger's durable, verified acceptance, connects to the
+// workflow's event stream, and only then runs fn. It fails closed: no
+// answer, a denial, an answer that does not verify, or no event stream
+// means fn never runs (the error wraps ErrNotExecuted). While fn runs, a
+// STOP covering the step cancels fn's context, with a *StoppedError as
+// its cause. When fn returns, the outcome receipt is written, even after
+// a STOP (it records what happened).
+//
+// The error is nil only if fn ran, returned nil, and its outcome was
+// logged.
+func (r *Runtime) Execute(ctx context.Context, step Step, fn func(ctx context.Context) (Outcome, error)) (*Execution, error) {
+	ex := &Execution{}
+	if r.hooks.BeforeExecute != nil {
+		if err := r.hooks.BeforeExecute(ctx, step); err != nil {
+			return ex, fmt.Errorf("%w: before_execute: %w", ErrNotExecuted, err)
+		}
+	}
+	pending := &statement.ReceiptDoc{ReceiptID: step.ReceiptID, Workflow: step.Workflow, StepID: step.StepID,
+		Action: step.Action, Target: step.Target, AuthorizationRef: step.Auth, Result: statement.ResultPending,
+		ScopeHash: step.ScopeHash, Reserve: step.Reserve}
+	rec, err := r.Receipt(ctx, pending)
+	if err != nil {
+		return ex, fmt.Errorf("%w: %w", ErrNotExecuted, err)
+	}
+	ex.Pending = rec
+	step.Workflow, step.ScopeHash, step.ReceiptID = pending.Workflow, pending.ScopeHash, pending.ReceiptID
+
+	// Watch the workflow from just after the pending receipt: every STOP
+	// logged after it is seen, none is missed between the two.
+	name := r.Name() // known now; read once, off the append lock
+	fctx, stopFn := context.WithCancelCause(ctx)
+	defer stopFn(nil)
+	wctx, stopWatch := context.WithCancel(ctx)
+	connected := make(chan struct{})
+	var once sync.Once
+	var stopMu sync.Mutex
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		r.c.Watch(wctx, step.Workflow, rec.Index, func() { once.Do(func() { close(connected) }) }, func(e *api.Entry) bool {
+			if statement.Kind(e.Kind) != statement.Stop {
+				return true
+			}
+			st, err := statement.Parse(statement.Stop, e.Statement)
+			if err != nil {
+				return true
+			}
+			stop := st.(*statement.StopDoc)
+			if stop.TakeoverTo != "" && stop.TakeoverTo == name && r.hooks.OnTakeover != nil {
+				r.hooks.OnTakeover(wctx, stop, e.Index)
+			}
+			if !step.covers(stop) {
+				return true
+			}
+			if r.hooks.OnStop != nil {
+				r.hooks.OnStop(wctx, stop, e.Index)
+			}
+			se := &StoppedError{Stop: stop, Index: e.Index}
+			stopMu.Lock()
+			if ex.Stopped == nil {
+				ex.Stopped = se
+			}
+			stopMu.Unlock()
+			stopFn(se)
+			return true
+		})
+	}()
+	finishWatch := func() { stopWatch(); <-watchDone }
+	t := time.NewTimer(r.WatchTimeout)
+	select {
+	case <-connected:
+		t.Stop()
+	case <-t.C:
+		finishWatch()
+		return ex, r.notRun(ctx, step, ex, fmt.Errorf("%w: no event stream for workflow %s within %s, so a STOP could not reach the step", ErrNotExecuted, step.Workflow, r.WatchTimeout))
+	case <-ctx.Done():
+		finishWatch()
+		return ex, r.notRun(ctx, step, ex, fmt.Errorf("%w: %w", ErrNotExecuted, ctx.Err()))
+	}
+
+	ex.Ran = true
+	out, ferr := r.run(fctx, fn)
+	finishWatch()
+	stopMu.Lock()
+	stopped := ex.Stopped
+	stopMu.Unlock()
+	if stopped != nil && ferr != nil {
+		ferr = errors.Join(ferr, stopped)
+	}
+	oerr := r.outcome(ctx, step, ex, out, ferr)
+	if r.hooks.AfterExecute != nil {
+		r.hooks.AfterExecute(ctx, step, out, errors.Join(ferr, oerr))
+	}
+	return ex, errors.Join(ferr, oerr)
+}
+
+// run calls fn, turning a panic into an error so that the outcome is
+// still recorded.
+func (r *Runtime) run(ctx context.Context, fn func(context.Context) (Outcome, error)) (out Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the step panicked: %v", p)
+		}
+	}()
+	return fn(ctx)
+}
+
+// notRun records that a step whose pending receipt was accepted never
+// ran, so the pending receipt does not stay open, and returns err.
+func (r *Runtime) notRun(ctx context.Context, step Step, ex *Execution, err error) error {
+	oerr := r.outcome(ctx, step, ex, Outcome{Result: statement.ResultFailure, Error: "not executed: " + err.Error()}, nil)
+	return errors.Join(err, oerr)
+}
+
+// outcome writes the outcome receipt of an executed (or abandoned) step.
+// It is written even if ctx has ended: it records what happened.
+func (r *Runtime) outcome(ctx context.Context, step Step, ex *Execution, out Outcome, ferr error) error {
+	if out.Result == "" {
+		out.Result = statement.ResultSuccess
+		if ferr != nil {
+			out.Result = statement.ResultFailure
+		}
+	}
+	if out.Error == "" && ferr != nil && out.Result != statement.ResultSuccess {
+		out.Error = ferr.Error()
+	}
+	doc := &statement.ReceiptDoc{Workflow: step.Workflow, StepID: step.StepID, Action: step.Action, Target: step.Target,
+		AuthorizationRef: step.Auth, Result: out.Result, ScopeHash: step.ScopeHash, Consumed: out.Consumed,
+		PendingRef: step.ReceiptID, SideEffects: out.SideEffects, EvidenceRefs: out.Evidence, Error: out.Error}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	rec, err := r.Receipt(octx, doc)
+	if err != nil {
+		return fmt.Errorf("recording the outcome of %s: %w", step.ReceiptID, err)
+	}
+	ex.Outcome = rec
+	return nil
+}

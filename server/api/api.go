@@ -1,0 +1,171 @@
+// Package api holds the JSON documents and paths of custody's HTTP API,
+// shared by the server (package server) and its Go client (package
+// client). It has no behaviour and imports nothing of the ledger, so a
+// runtime that only talks to a ledger over HTTP stays small.
+//
+// # Endpoints
+//
+//	POST /v1/entries                      one DSSE envelope → AppendResponse (200 accepted, 403 denied)
+//	                                      or Error (400 refused, 413 too_large, 429 rate_limited, 503 overloaded)
+//	GET  /v1/entries/{index}              Entry
+//	GET  /v1/statements/{id}              Entry of a statement (or DENIAL) id
+//	GET  /v1/proof/inclusion?index=&size= Inclusion
+//	GET  /v1/proof/consistency?from=&to=  Consistency
+//	GET  /v1/roots/{size}                 Root
+//	GET  /v1/bundle/{id}[?workflow=1]     a custody-bundle/v1 (verify.Bundle) for a statement id
+//	GET  /v1/bundle?index=N[&workflow=1][&format=tlog-proof]
+//	GET  /v1/workflows/{id}[?after=N]     Workflow: its entries in log order
+//	GET  /v1/workflows/{id}/events        text/event-stream of Entry, id = index; resumable
+//	                                      with Last-Event-ID or ?after=N
+//	GET  /v1/keys/{keyid}/seq             KeySeq
+//	GET  /v1/log                          Log
+//	GET  /checkpoint                      C2SP tlog-checkpoint (signed note)
+//	GET  /tile/<L>/<N>[.p/<W>]            C2SP tlog-tiles hash tile
+//	GET  /tile/entries/<N>[.p/<W>]        C2SP tlog-tiles entry bundle
+//	GET  /healthz, /readyz, /metrics
+//
+// Errors are an Error document with a stable reason_code. Byte strings
+// (leaves) are standard base64, as encoding/json writes []byte; hashes are
+// standard base64 strings, as in checkpoints and bundles.
+package api
+
+import "encoding/json"
+
+// Paths.
+const (
+	PathEntries     = "/v1/entries"
+	PathStatements  = "/v1/statements/"
+	PathInclusion   = "/v1/proof/inclusion"
+	PathConsistency = "/v1/proof/consistency"
+	PathRoots       = "/v1/roots/"
+	PathBundle      = "/v1/bundle"
+	PathWorkflows   = "/v1/workflows/"
+	PathKeys        = "/v1/keys/"
+	PathLog         = "/v1/log"
+	PathCheckpoint  = "/checkpoint"
+)
+
+// MaxBody is the largest request body the server reads: twice a leaf.
+const MaxBody = 2 * 64 << 10
+
+// Verdicts in an AppendResponse.
+const (
+	Accepted = "accepted"
+	Denied   = "denied"
+)
+
+// AppendResponse answers POST /v1/entries once the decision is durable and
+// included under a signed checkpoint. For an accepted statement, Leaf is
+// the leaf holding the submitted envelope; for a denial, the leaf of the
+// DENIAL the log key signed (its envelope_sha256 names the submission).
+// InclusionProof proves Leaf at Index under Checkpoint, so a client can
+// check the answer with nothing but the log's verifier key.
+type AppendResponse struct {
+	Verdict        string   `json:"verdict"`
+	Index          uint64   `json:"index"`
+	DenialIndex    *uint64  `json:"denial_index,omitempty"` // denials: the DENIAL's index (= Index)
+	ReasonCode     string   `json:"reason_code,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	Duplicate      bool     `json:"duplicate,omitempty"` // these exact bytes were decided before
+	Notes          []string `json:"notes,omitempty"`
+	Leaf           []byte   `json:"leaf"`
+	Checkpoint     string   `json:"checkpoint"`
+	InclusionProof []string `json:"inclusion_proof"`
+}
+
+// Error is the body of every 4xx and 5xx answer.
+type Error struct {
+	ReasonCode string `json:"reason_code"`
+	Reason     string `json:"reason"`
+}
+
+// Reason codes the server adds to the ledger's (authority.Code).
+const (
+	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
+	CodeUnavailable = "unavailable"  // 503: shutting down or the ledger is closed
+	CodeNotFound    = "not_found"    // 404
+	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
+	CodeInternal    = "internal"     // 500: storage failure; nothing was acknowledged
+	CodeMethod      = "bad_method"   // 405
+	CodeTooLarge    = "too_large"    // 413 (also a ledger refusal code)
+	CodeRateLimited = "rate_limited" // 429 (also a ledger refusal code)
+)
+
+// Entry is one leaf of the log, decoded for reading. Leaf is the exact
+// bytes the tree hashes; the other fields are read from it.
+type Entry struct {
+	Index          uint64          `json:"index"`
+	LoggedAt       string          `json:"logged_at"`
+	Kind           string          `json:"kind"`
+	ID             string          `json:"id"`
+	Actor          string          `json:"actor"`
+	KeyID          string          `json:"key_id"`
+	Seq            uint64          `json:"seq"`
+	Workflow       string          `json:"workflow_id,omitempty"`
+	PrevInWorkflow *uint64         `json:"prev_in_workflow,omitempty"`
+	TrustHead      uint64          `json:"trust_head"`
+	LeafHash       string          `json:"leaf_hash"`
+	Leaf           []byte          `json:"leaf"`
+	Statement      json.RawMessage `json:"statement"`
+}
+
+// Inclusion is an inclusion proof of Index in the tree of Size.
+type Inclusion struct {
+	Index      uint64   `json:"index"`
+	Size       uint64   `json:"size"`
+	LeafHash   string   `json:"leaf_hash"`
+	Root       string   `json:"root"`
+	Proof      []string `json:"proof"`
+	Checkpoint string   `json:"checkpoint,omitempty"` // when Size is the latest checkpoint's
+}
+
+// Consistency proves the tree of From is a prefix of the tree of To.
+type Consistency struct {
+	From     uint64   `json:"from"`
+	To       uint64   `json:"to"`
+	FromRoot string   `json:"from_root"`
+	ToRoot   string   `json:"to_root"`
+	Proof    []string `json:"proof"`
+}
+
+// Root is the root hash of the tree of Size.
+type Root struct {
+	Size uint64 `json:"size"`
+	Root string `json:"root"`
+}
+
+// Workflow lists a workflow's entries in log order. When More is set the
+// list was cut at the server's page size: ask again with ?after= the last
+// index.
+type Workflow struct {
+	Workflow string  `json:"workflow_id"`
+	Entries  []Entry `json:"entries"`
+	More     bool    `json:"more,omitempty"`
+}
+
+// KeySeq is what the log binds to a key, and the seq its next statement
+// must carry (1 for a key the log does not know).
+type KeySeq struct {
+	KeyID   string `json:"key_id"`
+	NextSeq uint64 `json:"next_seq"`
+	Bound   bool   `json:"bound"`
+	Name    string `json:"name,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Retired bool   `json:"retired,omitempty"`
+}
+
+// Log describes the log: its origin, checkpoint verifier key and head.
+// A client should get the verifier key out of band; this is for people
+// and for trust on first use.
+type Log struct {
+	Origin      string `json:"origin"`
+	VerifierKey string `json:"verifier_key"`
+	Size        uint64 `json:"size"`
+	Root        string `json:"root"`
+	Checkpoint  string `json:"checkpoint"`
+}
+
+// Event names on the events stream.
+const (
+	EventEntry = "entry"
+)

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/server/api"
+)
+
+// postEntry submits one envelope and answers once the decision is durable
+// under a signed checkpoint.
+func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.unavailable(w, api.CodeUnavailable, "the server is shutting down")
+		return
+	}
+	s.appends.Add(1) // under mu, so Drain never waits on an append it did not see
+	s.mu.Unlock()
+	defer s.appends.Done()
+
+	// Never queue without bound: when the cap is reached, say so at once.
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		s.m.appends.WithLabelValues("overloaded").Inc()
+		s.unavailable(w, api.CodeOverloaded, "too many appends in flight; retry later")
+		return
+	}
+	defer func() { <-s.sem }()
+	s.m.inFlight.Inc()
+	defer s.m.inFlight.Dec()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.refused(w, start, authority.TooLarge, "the body exceeds "+strconv.Itoa(api.MaxBody)+" bytes")
+			return
+		}
+		s.m.appends.WithLabelValues("error").Inc()
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	res, err := s.l.Append(r.Context(), body)
+	var de *authority.DecisionError
+	switch {
+	case errors.As(err, &de):
+		s.refused(w, start, de.Code, de.Reason)
+		return
+	case errors.Is(err, ledger.ErrClosed):
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.unavailable(w, api.CodeUnavailable, "the ledger is closed")
+		return
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The caller went away; it gets no acknowledgement.
+		s.m.appends.WithLabelValues("abandoned").Inc()
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the request ended before the decision: "+err.Error())
+		return
+	case err != nil:
+		s.m.appends.WithLabelValues("error").Inc()
+		s.log.Error("append failed", "err", err)
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "nothing was acknowledged: "+err.Error())
+		return
+	}
+	leaf, err := s.l.LeafBytes(res.Index)
+	if err != nil {
+		s.m.appends.WithLabelValues("error").Inc()
+		s.log.Error("reading an acknowledged leaf", "index", res.Index, "err", err)
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "entry "+strconv.FormatUint(res.Index, 10)+" is durable, but reading it back failed: "+err.Error())
+		return
+	}
+	out := api.AppendResponse{Verdict: api.Accepted, Index: res.Index, Duplicate: res.Duplicate, Notes: res.Notes,
+		Leaf: leaf, Checkpoint: string(res.Head.Checkpoint), InclusionProof: hashStrings(res.Proof)}
+	status := http.StatusOK
+	if res.Verdict != authority.Accepted {
+		idx := res.Index
+		out.Verdict, out.DenialIndex, out.ReasonCode, out.Reason = api.Denied, &idx, string(res.Code), res.Reason
+		status = http.StatusForbidden
+		s.m.denials.WithLabelValues(string(res.Code)).Inc()
+	}
+	s.m.appends.WithLabelValues(out.Verdict).Inc()
+	s.m.latency.WithLabelValues(out.Verdict).Observe(time.Since(start).Seconds())
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, out)
+}
+
+// refused answers a submission the ledger refused without logging it.
+func (s *Server) refused(w http.ResponseWriter, start time.Time, code authority.Code, reason string) {
+	s.m.appends.WithLabelValues("refused").Inc()
+	s.m.refusals.WithLabelValues(string(code)).Inc()
+	s.m.latency.WithLabelValues("refused").Observe(time.Since(start).Seconds())
+	status := http.StatusBadRequest
+	switch code {
+	case authority.TooLarge:
+		status = http.StatusRequestEntityTooLarge
+	case authority.RateLimited:
+		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+		status = http.StatusTooManyRequests
+	}
+	writeError(w, status, string(code), reason)
+}
+
+func (s *Server) unavailable(w http.ResponseWriter, code, reason string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+	writeError(w, http.StatusServiceUnavailable, code, reason)
+}

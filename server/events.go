@@ -1,0 +1,112 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/server/api"
+)
+
+// getEvents streams a workflow's entries as server-sent events:
+//
+//	id: <index>
+//	event: entry
+//	data: <api.Entry JSON>
+//
+// It starts after ?after=N, or after the Last-Event-ID a reconnecting
+// client sends (the index of the last entry it saw), or with the
+// workflow's first entry. Entries come in log order, each once, and only
+// once the checkpoint that holds them is published. A workflow that does
+// not exist yet is an empty stream that waits for its first entry. Idle
+// streams get a comment line every Options.KeepAlive.
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
+	wf := r.PathValue("id")
+	var after uint64
+	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
+		v, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "Last-Event-ID "+strconv.Quote(id)+" is not an entry index")
+			return
+		}
+		after = v
+	} else {
+		v, _, ok := uintParam(w, r, "after", false)
+		if !ok {
+			return
+		}
+		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
+	}
+	rc := http.NewResponseController(w)
+	// The server's ReadTimeout would end a long stream (and cancel its
+	// context): a stream reads nothing after its request.
+	rc.SetReadDeadline(time.Time{})
+	heads, stop := s.l.Watch() // before the first read, so that no head is missed
+	defer stop()
+	s.m.streams.Inc()
+	defer s.m.streams.Dec()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(format string, args ...any) error {
+		// The server's WriteTimeout would end a long stream: each write
+		// gets its own deadline instead.
+		rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if write(": watching %s after %d\n\n", wf, after) != nil {
+		return
+	}
+	keepAlive := time.NewTicker(s.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		// Only entries under the published head: their proofs exist.
+		size := s.l.Head().Size
+		idx, err := s.l.WorkflowIndexesAfter(wf, after)
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			s.log.Warn("event stream", "workflow", wf, "err", err)
+			return
+		}
+		for _, i := range idx {
+			if i >= size {
+				break
+			}
+			e, err := s.l.Entry(i)
+			if err != nil {
+				s.log.Warn("event stream", "workflow", wf, "index", i, "err", err)
+				return
+			}
+			data, err := json.Marshal(EntryDoc(e))
+			if err != nil {
+				return
+			}
+			if write("id: %d\nevent: %s\ndata: %s\n\n", i, api.EventEntry, data) != nil {
+				return
+			}
+			after = i
+		}
+		select {
+		case <-heads:
+		case <-keepAlive.C:
+			if write(": keep-alive\n\n") != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.stopping:
+			write(": shutting down\n\n")
+			return
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/server/servertest"
+)
+
+// TestEventsResume reads a workflow's stream, drops the connection, keeps
+// appending, and reconnects with the last index seen: every entry arrives
+// exactly once, in order.
+func TestEventsResume(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := lg.Principal("user:alice")
+	agent, grant := lg.Agent(alice, "agent:a", "wf_ev", nil)
+
+	s, err := lg.Client.Events(ctx, "wf_ev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []uint64
+	first, err := s.Next() // the CONFIRM
+	if err != nil || first.Kind != "CONFIRM" {
+		t.Fatalf("first event: %+v %v", first, err)
+	}
+	seen = append(seen, first.Index)
+	append3 := func(from int) {
+		for i := from; i < from+3; i++ {
+			if _, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	append3(0)
+	for range 2 {
+		e, err := s.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, e.Index)
+	}
+	last := s.Last
+	s.Close() // one receipt is unread
+	append3(3)
+	s, err = lg.Client.Events(ctx, "wf_ev", last) // Last-Event-ID
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 4 {
+		e, err := s.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, e.Index)
+	}
+	want, err := lg.Ledger.WorkflowIndexes("wf_ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("saw %v, want %v", seen, want)
+	}
+	// ?after= resumes too, on a raw connection, and a new entry arrives
+	// live.
+	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+fmt.Sprintf("/v1/workflows/wf_ev/events?after=%d", want[len(want)-2]), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var ids []string
+	for len(ids) < 2 && sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+			if len(ids) == 1 {
+				append3(6) // live
+			}
+		}
+	}
+	if len(ids) != 2 || ids[0] != fmt.Sprint(want[len(want)-1]) || ids[1] != fmt.Sprint(want[len(want)-1]+1) {
+		t.Fatalf("raw stream ids %v after %v", ids, want)
+	}
+}
+
+// TestEventsKeepAlive: an idle stream gets comments.
+func TestEventsKeepAlive(t *testing.T) {
+	lg := servertest.Start(t, server.Options{KeepAlive: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+"/v1/workflows/not_yet/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == ": keep-alive" {
+			return
+		}
+	}
+	t.Fatalf("no keep-alive: %v", sc.Err())
+}
+
+// TestEventsOutliveTimeouts: a stream served by Serve lives past the
+// server's read and write timeouts and still delivers new entries.
+func TestEventsOutliveTimeouts(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	srv := server.New(lg.Ledger, server.Options{KeepAlive: 50 * time.Millisecond, Logger: quietLogger()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ctx, ln, server.ServeOptions{ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	}()
+	alice := lg.Principal("user:alice")
+	agent, grant := lg.Agent(alice, "agent:a", "wf_long", nil)
+	c, err := client.New("http://"+ln.Addr().String(), lg.VKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Events(context.Background(), "wf_long", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(); err != nil { // the CONFIRM
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // 5 timeouts
+	r, err := agent.Receipt(context.Background(), servertest.Pending(grant, "late", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Next()
+	if err != nil || e.Index != r.Index {
+		t.Fatalf("after the timeouts: %+v %v", e, err)
+	}
+	// Shutdown ends the stream and returns.
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Next(); err == nil {
+		t.Fatal("the stream outlived the server")
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

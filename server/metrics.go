@@ -1,0 +1,75 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/custodylog/custody/ledger"
+)
+
+// metrics are the server's Prometheus metrics. The ledger's own commit
+// counters (batch sizes, commit latency) are read from ledger.Stats at
+// scrape time by ledgerCollector.
+type metrics struct {
+	appends  *prometheus.CounterVec   // by verdict: accepted, denied, refused, overloaded, unavailable, abandoned, error
+	denials  *prometheus.CounterVec   // by reason_code
+	refusals *prometheus.CounterVec   // by reason_code
+	latency  *prometheus.HistogramVec // append answer latency by verdict
+	inFlight prometheus.Gauge
+	streams  prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
+	m := &metrics{
+		appends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "custody_appends_total",
+			Help: "Appends answered, by verdict (accepted, denied, refused, overloaded, unavailable, abandoned, error)."}, []string{"verdict"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "custody_denials_total",
+			Help: "Submissions denied and logged as a DENIAL, by reason code."}, []string{"reason_code"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "custody_refusals_total",
+			Help: "Submissions refused and not logged, by reason code."}, []string{"reason_code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "custody_append_duration_seconds",
+			Help:    "Time from receiving an append to answering it, by verdict.",
+			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}, []string{"verdict"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_appends_in_flight", Help: "Appends being decided now."}),
+		streams:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_event_streams", Help: "Open workflow event streams."}),
+	}
+	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_queue_depth", Help: "Submissions waiting to be sequenced."},
+			func() float64 { return float64(s.l.QueueDepth()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_tree_size", Help: "Entries under the latest checkpoint."},
+			func() float64 { return float64(s.l.Head().Size) }),
+		&ledgerCollector{l: s.l},
+	)
+	return m
+}
+
+// ledgerCollector exports ledger.Stats as histograms.
+type ledgerCollector struct{ l *ledger.Ledger }
+
+var (
+	batchDesc = prometheus.NewDesc("custody_batch_entries",
+		"Entries committed per batch (one Badger transaction and one checkpoint each).", nil, nil)
+	commitDesc = prometheus.NewDesc("custody_commit_duration_seconds",
+		"Duration of each batch's Badger commit, fsync included.", nil, nil)
+)
+
+func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- batchDesc; ch <- commitDesc }
+
+func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.l.Stats()
+	ch <- prometheus.MustNewConstHistogram(batchDesc, st.Batches, float64(st.Entries),
+		cumulative(ledger.BatchBucketBounds[:], st.BatchBuckets[:]))
+	ch <- prometheus.MustNewConstHistogram(commitDesc, st.Batches, st.CommitSeconds,
+		cumulative(ledger.CommitBucketBounds[:], st.CommitBuckets[:]))
+}
+
+// cumulative turns per-bucket counts into Prometheus' cumulative buckets
+// (the last, +Inf, bucket is implied by the total count).
+func cumulative(bounds []float64, counts []uint64) map[float64]uint64 {
+	out := make(map[float64]uint64, len(bounds))
+	var sum uint64
+	for i, b := range bounds {
+		sum += counts[i]
+		out[b] = sum
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/statement"
+)
+
+// EntryDoc turns a ledger entry into its wire form.
+func EntryDoc(e *ledger.Entry) api.Entry {
+	h := e.Statement.Head()
+	return api.Entry{Index: e.Index, LoggedAt: statement.FormatLoggedAt(e.LoggedAt), Kind: string(h.Type),
+		ID: e.Statement.ID(), Actor: h.Actor, KeyID: e.Envelope.KeyID, Seq: h.Seq, Workflow: e.Statement.WorkflowID(),
+		PrevInWorkflow: e.Prev, TrustHead: e.TrustHead, LeafHash: merkle.LeafHash(e.Leaf).String(), Leaf: e.Leaf,
+		Statement: json.RawMessage(e.Envelope.Payload)}
+}
+
+func hashStrings(hs []merkle.Hash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	return out
+}
+
+func (s *Server) getEntry(w http.ResponseWriter, r *http.Request) {
+	index, err := strconv.ParseUint(r.PathValue("index"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "index "+strconv.Quote(r.PathValue("index"))+" is not a decimal integer")
+		return
+	}
+	e, err := s.l.Entry(index)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	// An entry never changes once logged.
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	writeJSON(w, http.StatusOK, EntryDoc(e))
+}
+
+func (s *Server) getStatement(w http.ResponseWriter, r *http.Request) {
+	e, err := s.l.EntryByID(r.PathValue("id"))
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, EntryDoc(e))
+}
+
+func (s *Server) getInclusion(w http.ResponseWriter, r *http.Request) {
+	index, _, ok := uintParam(w, r, "index", true)
+	if !ok {
+		return
+	}
+	size, set, ok := uintParam(w, r, "size", false)
+	if !ok {
+		return
+	}
+	head := s.l.Head()
+	if !set {
+		size = head.Size
+	}
+	if size == 0 || size > head.Size || index >= size {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no inclusion proof for index "+strconv.FormatUint(index, 10)+
+			" at size "+strconv.FormatUint(size, 10)+": the log has "+strconv.FormatUint(head.Size, 10)+" entries")
+		return
+	}
+	proof, err := s.l.InclusionProof(index, size)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	leaf, err := s.l.LeafBytes(index)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	root, err := s.l.RootAt(size)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	out := api.Inclusion{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
+	if size == head.Size {
+		out.Checkpoint = string(head.Checkpoint)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getConsistency(w http.ResponseWriter, r *http.Request) {
+	from, _, ok := uintParam(w, r, "from", true)
+	if !ok {
+		return
+	}
+	to, set, ok := uintParam(w, r, "to", false)
+	if !ok {
+		return
+	}
+	head := s.l.Head()
+	if !set {
+		to = head.Size
+	}
+	if from == 0 || from > to || to > head.Size {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no consistency proof from "+strconv.FormatUint(from, 10)+
+			" to "+strconv.FormatUint(to, 10)+": need 0 < from <= to <= "+strconv.FormatUint(head.Size, 10))
+		return
+	}
+	proof, err := s.l.ConsistencyProof(from, to)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	r1, err := s.l.RootAt(from)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	r2, err := s.l.RootAt(to)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Consistency{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
+}
+
+func (s *Server) getRoot(w http.ResponseWriter, r *http.Request) {
+	size, err := strconv.ParseUint(r.PathValue("size"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "size "+strconv.Quote(r.PathValue("size"))+" is not a decimal integer")
+		return
+	}
+	if head := s.l.Head(); size > head.Size {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "size "+strconv.FormatUint(size, 10)+" is beyond the log's "+strconv.FormatUint(head.Size, 10)+" entries")
+		return
+	}
+	root, err := s.l.RootAt(size)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	writeJSON(w, http.StatusOK, api.Root{Size: size, Root: root.String()})
+}
+
+// getBundle serves /v1/bundle/{id} and /v1/bundle?index=N: a
+// custody-bundle/v1 (or with ?format=tlog-proof a C2SP tlog-proof).
+func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
+	var index uint64
+	if id := r.PathValue("id"); id != "" {
+		e, err := s.l.EntryByID(id)
+		if err != nil {
+			s.readError(w, r, err)
+			return
+		}
+		index = e.Index
+	} else {
+		var ok bool
+		if index, _, ok = uintParam(w, r, "index", true); !ok {
+			return
+		}
+	}
+	q := r.URL.Query()
+	switch q.Get("format") {
+	case "", "bundle":
+	case "tlog-proof":
+		p, err := s.l.TLogProof(index)
+		if err != nil {
+			s.readError(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(p)
+		return
+	default:
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "format "+strconv.Quote(q.Get("format"))+": use bundle or tlog-proof")
+		return
+	}
+	whole := false
+	switch q.Get("workflow") {
+	case "", "0", "false":
+	case "1", "true":
+		whole = true
+	default:
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "workflow must be 1 or 0")
+		return
+	}
+	b, err := s.l.Prove(index, whole)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	raw, err := b.Marshal()
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(raw, '\n'))
+}
+
+func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
+	wf := r.PathValue("id")
+	after, set, ok := uintParam(w, r, "after", false)
+	if !ok {
+		return
+	}
+	var idx []uint64
+	var err error
+	if set {
+		idx, err = s.l.WorkflowIndexesAfter(wf, after)
+	} else {
+		idx, err = s.l.WorkflowIndexes(wf)
+	}
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	out := api.Workflow{Workflow: wf, Entries: []api.Entry{}}
+	if len(idx) > s.opts.PageSize {
+		idx, out.More = idx[:s.opts.PageSize], true
+	}
+	for _, i := range idx {
+		e, err := s.l.Entry(i)
+		if err != nil {
+			s.readError(w, r, err)
+			return
+		}
+		out.Entries = append(out.Entries, EntryDoc(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getKeySeq(w http.ResponseWriter, r *http.Request) {
+	keyID := r.PathValue("keyid")
+	if len(keyID) != 64 {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "a key id is 64 lowercase hex digits")
+		return
+	}
+	rec, err := s.l.KeyBinding(keyID)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	out := api.KeySeq{KeyID: keyID, NextSeq: 1}
+	if rec != nil {
+		out.NextSeq, out.Bound, out.Name, out.Role, out.Retired = rec.LastSeq+1, true, rec.Name, rec.Role, rec.Retired
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
+	h := s.l.Head()
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, http.StatusOK, api.Log{Origin: s.l.Origin(), VerifierKey: s.l.VerifierKey(), Size: h.Size, Root: h.Root.String(), Checkpoint: string(h.Checkpoint)})
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// TLSCert and TLSKey, when both set, are PEM files: Serve speaks HTTPS.
+	TLSCert, TLSKey string
+	// ShutdownTimeout bounds the graceful shutdown (default 30s): after it,
+	// remaining connections are closed. Appends already acknowledged are
+	// durable either way; those not yet answered were never acknowledged.
+	ShutdownTimeout time.Duration
+	// ReadTimeout and WriteTimeout bound reading a request and writing its
+	// answer (defaults 15s and 30s); event streams set their own deadlines.
+	ReadTimeout, WriteTimeout time.Duration
+}
+
+// NewHTTPServer returns an http.Server for s with the limits a public
+// server needs: header size, read, write and idle timeouts (opts may
+// override the read and write ones). Event streams manage their own
+// deadlines.
+func (s *Server) NewHTTPServer(opts ServeOptions) *http.Server {
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 15 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: min(5*time.Second, opts.ReadTimeout),
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting connections and new appends, ends event streams, and waits for
+// every append in flight to be answered (up to opts.ShutdownTimeout). It
+// returns nil after a graceful shutdown. It does not close the ledger.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ServeOptions) error {
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	hs := s.NewHTTPServer(opts)
+	hs.RegisterOnShutdown(func() {
+		// Streams never go idle by themselves: end them.
+		s.mu.Lock()
+		if !s.draining {
+			s.draining = true
+			close(s.stopping)
+		}
+		s.mu.Unlock()
+	})
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		if opts.TLSCert != "" || opts.TLSKey != "" {
+			err = hs.ServeTLS(ln, opts.TLSCert, opts.TLSKey)
+		} else {
+			err = hs.Serve(ln)
+		}
+		errc <- err
+	}()
+	s.log.Info("serving", "addr", ln.Addr().String(), "origin", s.l.Origin(), "size", s.l.Head().Size, "tls", opts.TLSCert != "")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining appends in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { s.Drain(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	if err != nil {
+		hs.Close()
+		return err
+	}
+	s.log.Info("shut down")
+	return nil
+}

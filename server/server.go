@@ -1,0 +1,225 @@
+// Package server serves a custody ledger over HTTP: appends that are
+// answered only once durable and under a signed checkpoint, reads and
+// proofs, bundles, a workflow's entries as server-sent events, the log as
+// C2SP tlog-tiles, health and Prometheus metrics. The wire documents are
+// in package api; package client is the Go client.
+//
+// # Promises
+//
+//   - POST /v1/entries answers 200 or 403 only after the ledger committed
+//     the decision (fsynced) and published a checkpoint that includes it;
+//     the answer carries the leaf, the checkpoint and the inclusion proof.
+//     Any other answer means nothing was acknowledged.
+//   - Appends in flight are capped (Options.MaxInFlight); past the cap the
+//     server answers 503 with Retry-After at once and queues nothing.
+//   - Serve shuts down gracefully: it stops accepting connections, ends
+//     event streams, and waits for every in-flight append to be answered.
+//     It never closes the ledger; its caller does, after Serve returns.
+//
+// It does not authenticate callers: every write is a signed envelope the
+// ledger judges, and every read is public (the log is a transparency log).
+// Put it behind TLS (Serve can do TLS itself) and a rate-limiting proxy
+// when it faces the internet.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/server/api"
+)
+
+// Options tune a Server. The zero value is sensible.
+type Options struct {
+	// MaxInFlight caps concurrent appends (default 1024). The ledger
+	// batches what is in flight into one commit, so the cap bounds memory
+	// and latency, not throughput.
+	MaxInFlight int
+	// RetryAfter is the Retry-After of a 503 (default 1s).
+	RetryAfter time.Duration
+	// KeepAlive is the interval of comments on an idle event stream
+	// (default 15s), so proxies keep it open and clients notice a dead one.
+	KeepAlive time.Duration
+	// PageSize bounds the entries of one GET /v1/workflows/{id} (default 1000).
+	PageSize int
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// Registry, if set, is where metrics are registered and what /metrics
+	// serves; by default each Server has its own registry with the Go and
+	// process collectors.
+	Registry *prometheus.Registry
+}
+
+func (o *Options) defaults() {
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 1024
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 1000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Server is the HTTP face of one open ledger.
+type Server struct {
+	l    *ledger.Ledger
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	m    *metrics
+
+	sem chan struct{} // one token per append in flight
+
+	mu       sync.Mutex
+	draining bool          // guarded by mu: appends answer 503
+	stopping chan struct{} // closed when event streams must end
+	appends  sync.WaitGroup
+}
+
+// New returns a server for l. The caller keeps ownership of l.
+func New(l *ledger.Ledger, opts Options) *Server {
+	opts.defaults()
+	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
+		sem: make(chan struct{}, opts.MaxInFlight), stopping: make(chan struct{})}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	}
+	s.m = newMetrics(reg, s)
+	s.routes(reg)
+	return s
+}
+
+func (s *Server) routes(reg *prometheus.Registry) {
+	m := s.mux
+	m.HandleFunc("POST /v1/entries", s.postEntry)
+	m.HandleFunc("GET /v1/entries/{index}", s.getEntry)
+	// Ids may hold "/": clients escape it (%2F), and a wildcard matches one
+	// escaped segment.
+	m.HandleFunc("GET /v1/statements/{id}", s.getStatement)
+	m.HandleFunc("GET /v1/proof/inclusion", s.getInclusion)
+	m.HandleFunc("GET /v1/proof/consistency", s.getConsistency)
+	m.HandleFunc("GET /v1/roots/{size}", s.getRoot)
+	m.HandleFunc("GET /v1/bundle", s.getBundle)
+	m.HandleFunc("GET /v1/bundle/{id}", s.getBundle)
+	m.HandleFunc("GET /v1/workflows/{id}", s.getWorkflow)
+	m.HandleFunc("GET /v1/workflows/{id}/events", s.getEvents)
+	m.HandleFunc("GET /v1/keys/{keyid}/seq", s.getKeySeq)
+	m.HandleFunc("GET /v1/log", s.getLog)
+	m.HandleFunc("GET /checkpoint", s.getCheckpoint)
+	m.HandleFunc("GET /tile/{path...}", s.getTile)
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeText(w, "ok\n") })
+	m.HandleFunc("GET /readyz", s.ready)
+	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Drain makes new appends answer 503 and waits until those in flight are
+// answered. Serve calls it on shutdown; it is exported for servers a
+// caller runs itself.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		close(s.stopping)
+	}
+	s.mu.Unlock()
+	s.appends.Wait()
+}
+
+// ready answers 200 while the server takes appends.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "shutting down")
+		return
+	}
+	if s.l.Head().Size == 0 {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the log has no GENESIS")
+		return
+	}
+	writeText(w, "ready\n")
+}
+
+// writeJSON writes v with the status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, code, reason string) {
+	b, _ := json.Marshal(api.Error{ReasonCode: code, Reason: reason})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeText(w http.ResponseWriter, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(s))
+}
+
+// notFoundOr maps ledger.ErrNotFound to 404 and anything else to 500.
+func (s *Server) readError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ledger.ErrNotFound) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, err.Error())
+		return
+	}
+	s.log.Error("read failed", "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+}
+
+// uintParam parses a decimal query parameter; ok is false (and the answer
+// written) when it is malformed or, if required, missing.
+func uintParam(w http.ResponseWriter, r *http.Request, name string, required bool) (v uint64, set, ok bool) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		if required {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "missing ?"+name+"=")
+			return 0, false, false
+		}
+		return 0, false, true
+	}
+	v, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, name+" "+strconv.Quote(raw)+" is not a decimal integer")
+		return 0, false, false
+	}
+	return v, true, true
+}
