@@ -81,6 +81,11 @@ func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
 	return e.TrustHead, nil
 }
 
+// MaxTLogProofLeaf is the largest leaf a tlog-proof can carry: the common
+// reader (transparency-dev/formats) reads lines of at most 64 KiB, and the
+// leaf travels base64-encoded on the "extra " line.
+const MaxTLogProofLeaf = (64<<10-len("extra ")-1)/4*3
+
 // TLogProof returns a C2SP tlog-proof for the entry at index against the
 // latest checkpoint, carrying the leaf in its extra data.
 func (l *Ledger) TLogProof(index uint64) ([]byte, error) {
@@ -88,6 +93,9 @@ func (l *Ledger) TLogProof(index uint64) ([]byte, error) {
 	leaf, err := l.LeafBytes(index)
 	if err != nil {
 		return nil, err
+	}
+	if len(leaf) > MaxTLogProofLeaf {
+		return nil, fmt.Errorf("entry %d is %d bytes; a tlog-proof carrying it would have a line longer than tlog-proof readers accept (leaves up to %d bytes): use a bundle", index, len(leaf), MaxTLogProofLeaf)
 	}
 	proof, err := l.prover.InclusionProof(index, head.Size)
 	if err != nil {

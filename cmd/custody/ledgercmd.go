@@ -164,11 +164,12 @@ DENIAL at index 13), or "refused: ..." (not logged: malformed, or no known
 signer). Each answer comes after the entry is durable under a signed
 checkpoint. Exits 3 if any envelope was denied or refused.
 
-Envelopes are submitted one after another, so each sees every earlier one.
---parallel N keeps N in flight so that the ledger batches them; use it only
-for independent envelopes (no envelope depending on another in the same
-input), since their order in the log is then not guaranteed. Output stays
-in input order.
+Envelopes are logged in input order, so each sees every earlier one; on a
+local ledger up to 512 are in flight at once, so they are committed in
+batches. Against a server (--ledger) they are sent one after another;
+--parallel N keeps N in flight there, for independent envelopes only (no
+envelope depending on another in the same input), since their order in the
+log is then not guaranteed. Output stays in input order.
 
 Example:
 
@@ -263,7 +264,20 @@ type submission struct {
 // the answers in input order, and returns how many were denied or refused.
 // With n = 1 each envelope is submitted only after the previous one was
 // answered, so the log's order is the input's.
+// orderedWindow is how many envelopes a local append keeps in flight while
+// keeping their order.
+const orderedWindow = 512
+
 func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
+	// A local ledger sequences submissions in the order one goroutine makes
+	// them, so the reader submits them itself, in input order, and keeps a
+	// window in flight: ordered and batched. A server gets n at a time.
+	local, isLocal := l.(interface {
+		Submit(context.Context, []byte) (*ledger.Pending, error)
+	})
+	if isLocal && n == 1 {
+		n = orderedWindow
+	}
 	queue := make(chan *submission, n)
 	sem := make(chan struct{}, n)
 	var readErr error
@@ -284,11 +298,22 @@ func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.
 				readErr = ctx.Err()
 				return
 			}
-			go func() {
-				defer close(s.done)
-				s.res, s.err = l.Append(ctx, data)
-				<-sem
-			}()
+			if isLocal {
+				p, err := local.Submit(ctx, data)
+				go func() {
+					defer close(s.done)
+					if s.err = err; err == nil {
+						s.res, s.err = p.Wait(ctx)
+					}
+					<-sem
+				}()
+			} else {
+				go func() {
+					defer close(s.done)
+					s.res, s.err = l.Append(ctx, data)
+					<-sem
+				}()
+			}
 			queue <- s
 		}
 		if err := sc.Err(); err != nil {
