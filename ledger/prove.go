@@ -84,7 +84,7 @@ func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
 // MaxTLogProofLeaf is the largest leaf a tlog-proof can carry: the common
 // reader (transparency-dev/formats) reads lines of at most 64 KiB, and the
 // leaf travels base64-encoded on the "extra " line.
-const MaxTLogProofLeaf = (64<<10-len("extra ")-1)/4*3
+const MaxTLogProofLeaf = (64<<10 - len("extra ") - 1) / 4 * 3
 
 // TLogProof returns a C2SP tlog-proof for the entry at index against the
 // latest checkpoint, carrying the leaf in its extra data.
