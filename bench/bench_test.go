@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/verify"
+)
+
+// TestSuiteTiny runs every in-process phase at a tiny size, so the suite
+// keeps working. It checks that each figure was taken, never how fast.
+func TestSuiteTiny(t *testing.T) {
+	var progress bytes.Buffer
+	r, err := Run(context.Background(), Config{Dir: t.TempDir(), Ceiling: 100 * time.Millisecond,
+		AuthN: 400, AuthWindow: 8, HTTPN: 400, HTTPClients: 4, LogOnlyN: 300, Inflight: 32, Size: 3000, ReadFor: 100 * time.Millisecond,
+		Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > 0 {
+		t.Fatalf("errors: %v\n%s", r.Errors, progress.String())
+	}
+	if r.VerifyCeiling <= 0 || r.AuthRatio <= 0 {
+		t.Errorf("verify ceiling %v, ratio %v", r.VerifyCeiling, r.AuthRatio)
+	}
+	if a := r.Auth; a == nil || a.Denied == 0 || a.Accepted+a.Denied != a.Submissions || a.Submissions < 380 {
+		t.Errorf("authorised appends: %+v", a)
+	}
+	if h := r.HTTP; h == nil || h.Denied == 0 || h.Accepted+h.Denied != h.Submissions {
+		t.Errorf("HTTP appends: %+v", h)
+	}
+	if l := r.LogOnly; l == nil || l.Accepted != 300 || l.PerSec <= 0 {
+		t.Errorf("log-only: %+v", l)
+	}
+	b := r.Big
+	if b == nil || b.Size != 3000 || b.ProofsPerSec <= 0 || b.BundlesPerSec <= 0 || b.VerifiesPerSec <= 0 ||
+		len(b.OpenMs) != OpenRounds || b.DiskBytesPerLeaf <= 0 {
+		t.Fatalf("big log: %+v", b)
+	}
+	// GENESIS, PRINCIPAL, CONFIRM, 2 DELEGATEs, a receipt pair, the tail's
+	// receipts up to the subject.
+	if b.BundleEntries < 8 {
+		t.Errorf("the bundle has %d entries", b.BundleEntries)
+	}
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	for _, want := range []string{"verify ceiling", "authorised ÷ verify ceiling", "over HTTP", "log-only appends",
+		"inclusion proofs at 3,000", "disk per entry"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNum(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 7.25: "7.2", 999: "999", 1000: "1,000", 1234567.8: "1,234,568"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// BenchmarkVerifyCeiling is one Ed25519 verify of a pending receipt, on
+// all cores: the ceiling of authorised appends.
+func BenchmarkVerifyCeiling(b *testing.B) {
+	env, pub, err := SampleReceipt()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rate, err := VerifyCeiling(env, pub, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(rate, "verifies/s")
+}
+
+// BenchmarkAuthorizedAppends is the suite's authorised-append figure; ns/op
+// is per submission (see ledger.BenchmarkAuthorizedAppends for the same
+// over the ledger's test harness).
+func BenchmarkAuthorizedAppends(b *testing.B) {
+	res, ceiling, err := AuthorizedAppends(context.Background(), b.TempDir(), max(b.N, 64), 256, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.PerSec, "appends/s")
+	b.ReportMetric(res.PerSec/ceiling.PerSec, "ratio")
+	b.ReportMetric(res.P99Ms, "p99-ms")
+}
+
+// proveBench builds a 100,000-entry log once per process for the bundle
+// benchmarks.
+var proveBench struct {
+	once sync.Once
+	dir  string
+	meta bigMeta
+	err  error
+}
+
+func bigLog(b *testing.B) (string, bigMeta) {
+	proveBench.once.Do(func() {
+		proveBench.dir, proveBench.err = os.MkdirTemp("", "custody-bench-")
+		if proveBench.err == nil {
+			_, proveBench.err = BuildBigLog(context.Background(), proveBench.dir+"/log", 100_000, nil)
+		}
+		if proveBench.err == nil {
+			proveBench.meta, proveBench.err = readBigMeta(proveBench.dir + "/log")
+		}
+	})
+	if proveBench.err != nil {
+		b.Fatal(proveBench.err)
+	}
+	return proveBench.dir + "/log", proveBench.meta
+}
+
+// TestMain removes the benchmarks' shared log.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if proveBench.dir != "" {
+		os.RemoveAll(proveBench.dir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkProve builds the bundle of a receipt under a depth-3 chain in a
+// 100,000-entry log (ledger.Prove), on one goroutine. cpu-us/op is the
+// process's CPU time per bundle, steadier than ns/op on a loaded machine.
+func BenchmarkProve(b *testing.B) {
+	dir, meta := bigLog(b)
+	l, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if _, err := l.Prove(meta.Subject, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(cpuPerOp(cpu0, b.N), "cpu-us/op")
+}
+
+// BenchmarkVerifyBundle verifies, offline, the bundle of a receipt under a
+// depth-3 chain in a 100,000-entry log, on one goroutine.
+func BenchmarkVerifyBundle(b *testing.B) {
+	dir, meta := bigLog(b)
+	l, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bundle, err := l.Prove(meta.Subject, false)
+	vkey := l.VerifierKey()
+	l.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		v, err := verify.VerifyBundle(bundle, vkey)
+		if err != nil || !v.Valid {
+			b.Fatal(err, v.Failure())
+		}
+	}
+	b.ReportMetric(cpuPerOp(cpu0, b.N), "cpu-us/op")
+}

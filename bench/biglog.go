@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/verify"
+)
+
+// metaFile, in a big log's folder, names the bundle subject for
+// MeasureBigLog (which may run in another process).
+const metaFile = "bench-meta.json"
+
+type bigMeta struct {
+	Size    uint64 `json:"size"`
+	Subject uint64 `json:"subject"`
+}
+
+// BuildResult is how a big log was built.
+type BuildResult struct {
+	Size    uint64  `json:"size"`
+	Seconds float64 `json:"seconds"`
+	PerSec  float64 `json:"per_sec"` // raw leaves appended per second while filling
+	Writers int     `json:"writers"`
+	Chunk   int     `json:"chunk"`
+}
+
+// buildChunk and buildWriters shape the filling of a big log: each writer
+// appends chunks of buildChunk leaves, so the pipeline always has a full
+// batch (MaxBatch is 2048) waiting while one commits.
+const (
+	buildChunk   = 2048
+	buildWriters = 4
+)
+
+// BuildBigLog creates a log of size entries in dir for MeasureBigLog. It
+// writes a real depth-3 workflow at the start (GENESIS, a PRINCIPAL, a
+// CONFIRM, two DELEGATEs and a receipt with its outcome), fills the log
+// with LeafBytes-byte raw leaves through Options.LogOnly and AppendLeaves,
+// and ends with more receipts of the workflow, so that the bundle of the
+// last pending receipt spans the whole log. Progress goes to progress.
+func BuildBigLog(ctx context.Context, dir string, size int, progress io.Writer) (BuildResult, error) {
+	w, err := newWorld(dir, ledger.Options{LogOnly: true})
+	if err != nil {
+		return BuildResult{}, err
+	}
+	res, err := buildBigLog(ctx, w, dir, size, progress)
+	return res, errors.Join(err, w.l.Close())
+}
+
+func buildBigLog(ctx context.Context, w *world, dir string, size int, progress io.Writer) (BuildResult, error) {
+	alice, err := newActor("user:alice")
+	if err != nil {
+		return BuildResult{}, err
+	}
+	if err := w.enroll(ctx, alice); err != nil {
+		return BuildResult{}, err
+	}
+	c, err := w.newChain(ctx, alice, 0)
+	if err != nil {
+		return BuildResult{}, err
+	}
+	pairs := func(n int) (last uint64, err error) {
+		for range n {
+			p, o, err := w.receipts(c)
+			if err != nil {
+				return 0, err
+			}
+			for i, raw := range [][]byte{p, o} {
+				r, err := w.l.Append(ctx, raw)
+				if err != nil {
+					return 0, err
+				}
+				if r.Verdict != authority.Accepted {
+					return 0, fmt.Errorf("receipt: %s %s: %s", r.Verdict, r.Code, r.Reason)
+				}
+				if i == 0 {
+					last = r.Index
+				}
+			}
+		}
+		return last, nil
+	}
+	if _, err := pairs(1); err != nil {
+		return BuildResult{}, err
+	}
+	const tail = 2 // receipt pairs after the filler
+	fill := size - int(w.l.Head().Size) - 2*tail
+	start := time.Now()
+	var next atomic.Int64
+	var done atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	chunks := (fill + buildChunk - 1) / buildChunk
+	for g := range buildWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := newLeafMaker(uint64(g) + 100)
+			batch := make([][]byte, 0, buildChunk)
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= chunks || ctx.Err() != nil {
+					return
+				}
+				batch = batch[:0]
+				for i := k * buildChunk; i < min(fill, (k+1)*buildChunk); i++ {
+					batch = append(batch, m.leaf(i))
+				}
+				if _, _, err := w.l.AppendLeaves(ctx, batch); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				if d := done.Add(int64(len(batch))); progress != nil && d/int64(max(fill/10, 1)) != (d-int64(len(batch)))/int64(max(fill/10, 1)) {
+					fmt.Fprintf(progress, "  built %d of %d entries (%.0f/s)\n", d, fill, float64(d)/time.Since(start).Seconds())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		return BuildResult{}, fmt.Errorf("filling the log: %w", firstErr)
+	}
+	subject, err := pairs(tail)
+	if err != nil {
+		return BuildResult{}, err
+	}
+	meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject})
+	if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
+		return BuildResult{}, err
+	}
+	return BuildResult{Size: w.l.Head().Size, Seconds: elapsed.Seconds(), PerSec: float64(fill) / elapsed.Seconds(),
+		Writers: buildWriters, Chunk: buildChunk}, nil
+}
+
+func readBigMeta(dir string) (bigMeta, error) {
+	var meta bigMeta
+	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return meta, fmt.Errorf("not a big benchmark log: %w", err)
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return meta, fmt.Errorf("%s: %w", metaFile, err)
+	}
+	return meta, nil
+}
+
+// BigResult holds the figures taken on a big log.
+type BigResult struct {
+	Size          uint64    `json:"size"`
+	OpenMs        []float64 `json:"open_ms"` // each of OpenRounds opens
+	ProofsPerSec  float64   `json:"proofs_per_sec"`
+	BundlesPerSec float64   `json:"bundles_per_sec"`
+	// ProofCPUUs, BundleCPUUs and VerifyCPUUs are the process's CPU time
+	// per operation in microseconds (Badger's background work included).
+	ProofCPUUs       float64 `json:"proof_cpu_us"`
+	BundleCPUUs      float64 `json:"bundle_cpu_us"`
+	VerifyCPUUs      float64 `json:"verify_cpu_us"`
+	BundleEntries    int     `json:"bundle_entries"`
+	BundleBytes      int     `json:"bundle_bytes"`
+	VerifiesPerSec   float64 `json:"bundle_verifies_per_sec"`
+	DiskBytes        int64   `json:"disk_bytes"`
+	DiskBytesPerLeaf float64 `json:"disk_bytes_per_entry"`
+	// PeakRSSMiB is the peak resident set of the process that measured:
+	// when MeasureBigLog runs in a child process of its own (custody bench
+	// does that), it is the open, proofs, bundles and verification alone.
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// PeakAnonMiB and PeakFileMiB split the resident set, sampled every
+	// 50 ms: anonymous memory (Go heap, Badger's caches) and pages of
+	// mapped files (Badger mmaps its tables and value log; the kernel can
+	// drop those pages whenever it needs the memory).
+	PeakAnonMiB float64 `json:"peak_rss_anon_mib"`
+	PeakFileMiB float64 `json:"peak_rss_file_mib"`
+	// GoHeapMiB is the Go heap in use at the end (runtime.MemStats.HeapInuse).
+	GoHeapMiB  float64 `json:"go_heap_mib"`
+	Goroutines int     `json:"goroutines"` // used for each parallel figure
+}
+
+// OpenRounds is how many times MeasureBigLog opens the log.
+const OpenRounds = 3
+
+// MeasureBigLog measures a log that BuildBigLog made in dir: open time
+// (OpenRounds times), then for d each, on 2×GOMAXPROCS goroutines,
+// inclusion proofs at random indexes, bundles of the last pending receipt
+// (ledger.Prove), and offline verification of that bundle
+// (verify.VerifyBundle); then disk bytes per entry, after closing.
+//
+// opts are the ledger's options (the zero value: the defaults), so that a
+// tuning such as ProofCacheTiles can be measured without a rebuild.
+func MeasureBigLog(ctx context.Context, dir string, d time.Duration, opts ledger.Options) (BigResult, error) {
+	meta, err := readBigMeta(dir)
+	if err != nil {
+		return BigResult{}, err
+	}
+	r := BigResult{Size: meta.Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	rss := sampleRSS()
+	var l *ledger.Ledger
+	for i := range OpenRounds {
+		start := time.Now()
+		if l, err = ledger.Open(dir, opts); err != nil {
+			rss.peaks()
+			return r, err
+		}
+		r.OpenMs = append(r.OpenMs, float64(time.Since(start).Microseconds())/1000)
+		if i < OpenRounds-1 {
+			if err := l.Close(); err != nil {
+				rss.peaks()
+				return r, err
+			}
+		}
+	}
+	err = measureOpen(ctx, l, meta, d, &r)
+	r.PeakAnonMiB, r.PeakFileMiB = rss.peaks()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.GoHeapMiB = float64(ms.HeapInuse) / (1 << 20)
+	if err = errors.Join(err, l.Close()); err != nil {
+		return r, err
+	}
+	r.DiskBytes = diskUsage(dir)
+	r.DiskBytesPerLeaf = float64(r.DiskBytes) / float64(r.Size)
+	r.PeakRSSMiB = PeakRSSMiB()
+	return r, nil
+}
+
+func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Duration, r *BigResult) error {
+	size := l.Head().Size
+	if size != meta.Size {
+		return fmt.Errorf("the log has %d entries, its meta file says %d", size, meta.Size)
+	}
+	var err error
+	r.ProofsPerSec, r.ProofCPUUs, err = parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
+		*x ^= *x << 13
+		*x ^= *x >> 7
+		*x ^= *x << 17
+		_, err := l.InclusionProof(*x%size, size)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("inclusion proofs: %w", err)
+	}
+	b, err := l.Prove(meta.Subject, false)
+	if err != nil {
+		return fmt.Errorf("bundle of %d: %w", meta.Subject, err)
+	}
+	data, err := b.Marshal()
+	if err != nil {
+		return err
+	}
+	r.BundleEntries, r.BundleBytes = len(b.Entries), len(data)
+	r.BundlesPerSec, r.BundleCPUUs, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
+		_, err := l.Prove(meta.Subject, false)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bundles: %w", err)
+	}
+	vkey := l.VerifierKey()
+	check := func(int, *uint64) error {
+		b, err := verify.ParseBundle(data)
+		if err != nil {
+			return err
+		}
+		v, err := verify.VerifyBundle(b, vkey)
+		if err != nil {
+			return err
+		}
+		if !v.Valid {
+			return fmt.Errorf("the bundle of %d does not verify: %+v", meta.Subject, v.Failure())
+		}
+		return nil
+	}
+	if err := check(0, nil); err != nil {
+		return err
+	}
+	r.VerifiesPerSec, r.VerifyCPUUs, err = parallel(ctx, r.Goroutines, d, check)
+	return err
+}
+
+// parallel runs f on g goroutines for d and returns calls per second and
+// the process's CPU microseconds per call. Each goroutine has its own
+// state word, seeded differently.
+func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (float64, float64, error) {
+	var n atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(88172645463325252) + uint64(i)*0x9e3779b97f4a7c15
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				for range 8 {
+					if err := f(i, &x); err != nil {
+						errOnce.Do(func() { firstErr = err })
+						return
+					}
+				}
+				n.Add(8)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), cpuPerOp(cpu0, int(n.Load())), firstErr
+}

@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/custodylog/custody/ledger"
+)
+
+// Phases of a suite run, in the order they run.
+const (
+	PhaseCeiling = "ceiling"
+	PhaseAuth    = "auth"
+	PhaseHTTP    = "http"
+	PhaseLogOnly = "logonly"
+	PhaseBig     = "big"
+	PhasePeer    = "peer"
+)
+
+// AllPhases lists every phase.
+var AllPhases = []string{PhaseCeiling, PhaseAuth, PhaseHTTP, PhaseLogOnly, PhaseBig, PhasePeer}
+
+// Config is one suite run. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	// Dir is where the run's temporary folder is made (default: the
+	// system's temp dir). Put it on the disk you mean to measure.
+	Dir string
+	// Keep leaves the run's folder in place (it is printed).
+	Keep bool
+	// Phases to run (default all but the peer; PhasePeer runs when Peer is
+	// set).
+	Phases []string
+	// Ceiling is how long the verify ceiling is measured.
+	Ceiling time.Duration
+	// AuthN authorised submissions, each of the 2×Chains agents keeping
+	// AuthWindow in flight.
+	AuthN      int
+	AuthWindow int
+	// LogOnlyN raw leaves from Inflight clients, for custody log-only and
+	// for the peer alike.
+	LogOnlyN int
+	Inflight int
+	// HTTPN authorised submissions over HTTP from HTTPClients clients.
+	HTTPN       int
+	HTTPClients int
+	// Size is the big log's size; ReadFor how long each read figure runs.
+	Size    int
+	ReadFor time.Duration
+	// Peer is "" or "tessera"; PeerDir its module folder (default: found
+	// from the working directory, see FindPeerDir).
+	Peer    string
+	PeerDir string
+	// MeasureBig measures the big log in dir (default MeasureBigLog in this
+	// process; custody bench runs it in a child process to isolate RSS).
+	MeasureBig func(ctx context.Context, dir string, d time.Duration) (BigResult, error)
+	// ProofCacheTiles is ledger.Options.ProofCacheTiles for the big log's
+	// measurement (0: the ledger's default).
+	ProofCacheTiles int
+	// Progress receives a line per step (nil: none).
+	Progress io.Writer
+}
+
+// DefaultConfig finishes in a few minutes on 2 cores.
+func DefaultConfig() Config {
+	return Config{Ceiling: 2 * time.Second, AuthN: 40_000, AuthWindow: 256, LogOnlyN: 100_000, Inflight: 4096,
+		HTTPN: 20_000, HTTPClients: 64, Size: 1_000_000, ReadFor: 3 * time.Second}
+}
+
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	if c.Ceiling <= 0 {
+		c.Ceiling = d.Ceiling
+	}
+	if c.AuthN <= 0 {
+		c.AuthN = d.AuthN
+	}
+	if c.AuthWindow <= 0 {
+		c.AuthWindow = d.AuthWindow
+	}
+	if c.LogOnlyN <= 0 {
+		c.LogOnlyN = d.LogOnlyN
+	}
+	if c.Inflight <= 0 {
+		c.Inflight = d.Inflight
+	}
+	if c.HTTPN <= 0 {
+		c.HTTPN = d.HTTPN
+	}
+	if c.HTTPClients <= 0 {
+		c.HTTPClients = d.HTTPClients
+	}
+	if c.Size <= 0 {
+		c.Size = d.Size
+	}
+	if c.ReadFor <= 0 {
+		c.ReadFor = d.ReadFor
+	}
+	if len(c.Phases) == 0 {
+		c.Phases = []string{PhaseCeiling, PhaseAuth, PhaseHTTP, PhaseLogOnly, PhaseBig}
+		if c.Peer != "" {
+			c.Phases = append(c.Phases, PhasePeer)
+		}
+	}
+	if c.MeasureBig == nil {
+		opts := ledger.Options{ProofCacheTiles: c.ProofCacheTiles}
+		c.MeasureBig = func(ctx context.Context, dir string, d time.Duration) (BigResult, error) {
+			return MeasureBigLog(ctx, dir, d, opts)
+		}
+	}
+}
+
+// Report is a suite run's figures. A phase that was not run, or failed,
+// leaves its field nil; failures are listed in Errors.
+type Report struct {
+	Machine Machine `json:"machine"`
+	Params  Params  `json:"params"`
+	// VerifyCeiling is parallel Ed25519 verifies/s of a receipt on all cores.
+	VerifyCeiling float64 `json:"verify_ceiling_per_sec,omitempty"`
+	// VerifyCPUUs is the CPU time of one verify in microseconds.
+	VerifyCPUUs float64       `json:"verify_cpu_us,omitempty"`
+	Auth        *AppendResult `json:"authorized_appends,omitempty"`
+	// AuthRatio is Auth.PerSec / VerifyCeiling. AuthCPURatio is
+	// VerifyCPUUs / Auth.CPUUs: the ratio a CPU-bound run would reach with
+	// the machine to itself, steadier on a loaded machine.
+	AuthRatio    float64       `json:"authorized_over_ceiling,omitempty"`
+	AuthCPURatio float64       `json:"authorized_over_ceiling_by_cpu,omitempty"`
+	HTTP         *AppendResult `json:"http_appends,omitempty"`
+	LogOnly      *AppendResult `json:"log_only_appends,omitempty"`
+	Build        *BuildResult  `json:"big_log_build,omitempty"`
+	Big          *BigResult    `json:"big_log,omitempty"`
+	// PeakRSSMiB is the peak resident set of the whole run's process
+	// (building the big log included; the child's measurement is apart),
+	// and PeakAnonMiB and PeakFileMiB its anonymous and file-backed parts
+	// (sampled every 50 ms).
+	PeakRSSMiB  float64     `json:"peak_rss_mib"`
+	PeakAnonMiB float64     `json:"peak_rss_anon_mib"`
+	PeakFileMiB float64     `json:"peak_rss_file_mib"`
+	Peer        *PeerResult `json:"peer,omitempty"`
+	PeerError   string      `json:"peer_error,omitempty"`
+	Errors      []string    `json:"errors,omitempty"`
+	Seconds     float64     `json:"seconds"`
+}
+
+// Params are the sizes and durations a report was taken with.
+type Params struct {
+	Phases     []string `json:"phases"`
+	Ceiling    string   `json:"ceiling"`
+	AuthN      int      `json:"auth_submissions"`
+	AuthWindow int      `json:"auth_window"`
+	Chains     int      `json:"chains"`
+	HTTPN      int      `json:"http_submissions"`
+	HTTPClient int      `json:"http_clients"`
+	LogOnlyN   int      `json:"log_only_entries"`
+	Inflight   int      `json:"inflight"`
+	LeafBytes  int      `json:"leaf_bytes"`
+	Size       int      `json:"size"`
+	ReadFor    string   `json:"read_for"`
+	Peer       string   `json:"peer,omitempty"`
+	Dir        string   `json:"dir"`
+}
+
+// Run runs the suite. It returns an error only when it cannot run at all;
+// a failed phase is recorded in Report.Errors and the others still run.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	start := time.Now()
+	base, err := os.MkdirTemp(cfg.Dir, "custody-bench-")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(base)
+	}
+	rss := sampleRSS()
+	r := &Report{Machine: machine(), Params: Params{Phases: cfg.Phases, Ceiling: cfg.Ceiling.String(), AuthN: cfg.AuthN,
+		AuthWindow: cfg.AuthWindow, Chains: Chains, HTTPN: cfg.HTTPN, HTTPClient: cfg.HTTPClients, LogOnlyN: cfg.LogOnlyN, Inflight: cfg.Inflight, LeafBytes: LeafBytes,
+		Size: cfg.Size, ReadFor: cfg.ReadFor.String(), Peer: cfg.Peer, Dir: base}}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, format+"\n", args...)
+		}
+	}
+	fail := func(phase string, err error) {
+		r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", phase, err))
+		say("%s failed: %v", phase, err)
+	}
+	has := func(p string) bool { return slices.Contains(cfg.Phases, p) }
+
+	if has(PhaseCeiling) && !has(PhaseAuth) {
+		say("measuring the Ed25519 verify ceiling for %s", cfg.Ceiling)
+		env, pub, err := SampleReceipt()
+		if err == nil {
+			r.VerifyCeiling, r.VerifyCPUUs, err = verifyCeiling(env, pub, cfg.Ceiling)
+		}
+		if err != nil {
+			fail(PhaseCeiling, err)
+		}
+	}
+	if has(PhaseAuth) {
+		d := time.Duration(0)
+		if has(PhaseCeiling) {
+			d = cfg.Ceiling
+			say("setting up %d depth-3 chains, signing %d submissions, then the verify ceiling for %s", Chains, cfg.AuthN, d)
+		} else {
+			say("setting up %d depth-3 chains and signing %d submissions", Chains, cfg.AuthN)
+		}
+		res, ceiling, err := AuthorizedAppends(ctx, filepath.Join(base, "auth"), cfg.AuthN, cfg.AuthWindow, d)
+		if err != nil {
+			fail(PhaseAuth, err)
+		} else {
+			r.Auth = &res
+			if ceiling.PerSec > 0 {
+				r.VerifyCeiling, r.VerifyCPUUs = ceiling.PerSec, ceiling.CPUUs
+				r.AuthRatio = res.PerSec / ceiling.PerSec
+				if res.CPUUs > 0 {
+					r.AuthCPURatio = ceiling.CPUUs / res.CPUUs
+				}
+			}
+			say("  authorised: %.0f/s (%d accepted, %d denied)", res.PerSec, res.Accepted, res.Denied)
+		}
+	}
+	if has(PhaseHTTP) {
+		say("over HTTP: %d depth-3 chains, %d submissions from %d clients", cfg.HTTPClients, cfg.HTTPN, cfg.HTTPClients)
+		res, err := HTTPAppends(ctx, filepath.Join(base, "http"), cfg.HTTPN, cfg.HTTPClients)
+		if err != nil {
+			fail(PhaseHTTP, err)
+		} else {
+			r.HTTP = &res
+			say("  over HTTP: %.0f/s", res.PerSec)
+		}
+	}
+	if has(PhaseLogOnly) {
+		say("log-only: %d leaves of %d bytes from %d clients", cfg.LogOnlyN, LeafBytes, cfg.Inflight)
+		res, err := LogOnlyAppends(ctx, filepath.Join(base, "logonly"), cfg.LogOnlyN, cfg.Inflight)
+		if err != nil {
+			fail(PhaseLogOnly, err)
+		} else {
+			r.LogOnly = &res
+			say("  log-only: %.0f/s", res.PerSec)
+		}
+	}
+	if has(PhaseBig) {
+		dir := filepath.Join(base, "big")
+		say("building a %d-entry log (raw leaves through LogOnly AppendLeaves, a depth-3 workflow at both ends)", cfg.Size)
+		b, err := BuildBigLog(ctx, dir, cfg.Size, cfg.Progress)
+		if err != nil {
+			fail(PhaseBig, err)
+		} else {
+			r.Build = &b
+			say("measuring open, proofs, bundles and verification at %d entries (%s each)", b.Size, cfg.ReadFor)
+			big, err := cfg.MeasureBig(ctx, dir, cfg.ReadFor)
+			if err != nil {
+				fail(PhaseBig, err)
+			} else {
+				r.Big = &big
+			}
+		}
+		if !cfg.Keep {
+			os.RemoveAll(dir) // before the peer runs, to give the disk back
+		}
+	}
+	if has(PhasePeer) {
+		peer, err := runPeer(ctx, cfg, base)
+		if err != nil {
+			r.PeerError = err.Error()
+			say("peer: %v", err)
+		} else {
+			r.Peer = peer
+			say("  %s: %.0f/s", peer.Peer, peer.AppendsPerSec)
+		}
+	}
+	r.Machine.LoadAfter = loadAvg()
+	r.PeakRSSMiB = PeakRSSMiB()
+	r.PeakAnonMiB, r.PeakFileMiB = rss.peaks()
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+func runPeer(ctx context.Context, cfg Config, base string) (*PeerResult, error) {
+	if cfg.Peer != "tessera" {
+		return nil, fmt.Errorf("unknown peer %q (the one peer is tessera)", cfg.Peer)
+	}
+	dir := cfg.PeerDir
+	if dir == "" {
+		var err error
+		if dir, err = FindPeerDir(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "tessera: building %s, then %d entries of %d bytes from %d clients\n", dir, cfg.LogOnlyN, LeafBytes, cfg.Inflight)
+	}
+	pdir := filepath.Join(base, "peer")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return nil, err
+	}
+	return RunPeer(ctx, dir, pdir, cfg.LogOnlyN, cfg.Inflight)
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Targets from the "Performance" issue.
+const (
+	TargetAuthRatio    = 0.7    // authorised appends / verify ceiling
+	TargetPeerRatio    = 3.0    // custody log-only / Tessera POSIX
+	TargetHTTP         = 10_000 // appends/s over HTTP, 64 clients
+	TargetHTTPP99Ms    = 50     // ms
+	TargetProofs       = 50_000 // inclusion proofs/s at 10M
+	TargetOpenMs       = 1000   // ms at 10M
+	TargetRSSMiB       = 512    // at 10M
+	TargetDiskOverhead = 100    // bytes per entry above the leaf
+	TargetSize         = 10_000_000
+)
+
+// WriteTable prints the report as one table, then the side-by-side table.
+func (r *Report) WriteTable(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "custody bench — %s, %s, %d cores (GOMAXPROCS %d), %s\n", m.Start, m.CPU, m.Cores, m.GOMAXPROCS, m.Go)
+	fmt.Fprintf(w, "load average %s before, %s after; %.0f s in all\n\n", m.LoadBefore, m.LoadAfter, r.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tmeasured\ttarget\t")
+	row := func(name, value, target string, ok *bool) {
+		mark := ""
+		if ok != nil {
+			mark = map[bool]string{true: "ok", false: "MISS"}[*ok]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, value, target, mark)
+	}
+	at := func(v bool) *bool { return &v }
+	if r.VerifyCeiling > 0 {
+		row("Ed25519 verify ceiling, all cores", rate(r.VerifyCeiling)+cpu(r.VerifyCPUUs), "", nil)
+	}
+	if a := r.Auth; a != nil {
+		row(fmt.Sprintf("authorised appends, in process (depth 3, %d%% denied)", (100*a.Denied+a.Submissions/2)/a.Submissions),
+			rate(a.PerSec)+latency(a), "", nil)
+		if r.AuthRatio > 0 {
+			row("  authorised ÷ verify ceiling", fmt.Sprintf("%.2f", r.AuthRatio), fmt.Sprintf(">= %.1f", TargetAuthRatio), at(r.AuthRatio >= TargetAuthRatio))
+		}
+		if r.AuthCPURatio > 0 {
+			row("  the same by CPU time (verify µs ÷ append µs)", fmt.Sprintf("%.2f", r.AuthCPURatio), fmt.Sprintf(">= %.1f", TargetAuthRatio), nil)
+		}
+	}
+	if h := r.HTTP; h != nil {
+		row(fmt.Sprintf("authorised appends over HTTP, %d clients", h.Inflight), rate(h.PerSec)+latency(h),
+			fmt.Sprintf(">= %s/s, p99 <= %d ms", num(TargetHTTP), TargetHTTPP99Ms), at(h.PerSec >= TargetHTTP && h.P99Ms <= TargetHTTPP99Ms))
+	}
+	if l := r.LogOnly; l != nil {
+		row(fmt.Sprintf("log-only appends (%d B leaves, %d clients)", LeafBytes, l.Inflight), rate(l.PerSec)+latency(l), "", nil)
+		if r.Peer != nil {
+			ratio := l.PerSec / r.Peer.AppendsPerSec
+			row("  log-only ÷ Tessera POSIX", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.0f", TargetPeerRatio), at(ratio >= TargetPeerRatio))
+		}
+	}
+	if b := r.Build; b != nil {
+		row(fmt.Sprintf("building the big log (chunks of %d, %d writers)", b.Chunk, b.Writers), rate(b.PerSec), "", nil)
+	}
+	if b := r.Big; b != nil {
+		full := b.Size >= TargetSize
+		cond := func(v bool) *bool {
+			if !full {
+				return nil
+			}
+			return at(v)
+		}
+		tgt := func(s string) string {
+			if full {
+				return s
+			}
+			return s + " at 10M"
+		}
+		n := num(float64(b.Size))
+		row("inclusion proofs at "+n, rate(b.ProofsPerSec)+cpu(b.ProofCPUUs), tgt(">= "+num(TargetProofs)+"/s"), cond(b.ProofsPerSec >= TargetProofs))
+		row(fmt.Sprintf("bundle builds at %s (%d entries, %s B)", n, b.BundleEntries, num(float64(b.BundleBytes))), rate(b.BundlesPerSec)+cpu(b.BundleCPUUs), "", nil)
+		row("bundles verified offline (all cores)", rate(b.VerifiesPerSec)+cpu(b.VerifyCPUUs), "", nil)
+		worst := slices.Max(b.OpenMs)
+		row(fmt.Sprintf("open at %s (worst of %d)", n, len(b.OpenMs)), fmt.Sprintf("%.1f ms", worst), tgt(fmt.Sprintf("<= %d ms", TargetOpenMs)), cond(worst <= TargetOpenMs))
+		row("peak RSS: open + proofs + bundles at "+n, fmt.Sprintf("%.0f MiB", b.PeakRSSMiB), tgt(fmt.Sprintf("<= %d MiB", TargetRSSMiB)), cond(b.PeakRSSMiB <= TargetRSSMiB))
+		row("  of which, at their peaks: anonymous / mapped files", fmt.Sprintf("%.0f / %.0f MiB (Go heap at the end %.0f MiB)", b.PeakAnonMiB, b.PeakFileMiB, b.GoHeapMiB), "", nil)
+		row("disk per entry at "+n, fmt.Sprintf("%.0f B (leaf %d B)", b.DiskBytesPerLeaf, LeafBytes),
+			fmt.Sprintf("<= %d B", LeafBytes+TargetDiskOverhead), at(b.DiskBytesPerLeaf <= LeafBytes+TargetDiskOverhead))
+	}
+	if r.PeakRSSMiB > 0 {
+		row("peak RSS: this whole run (building included)", fmt.Sprintf("%.0f MiB (anonymous %.0f, mapped files %.0f)", r.PeakRSSMiB, r.PeakAnonMiB, r.PeakFileMiB), "", nil)
+	}
+	tw.Flush()
+
+	if r.Peer != nil || r.PeerError != "" {
+		fmt.Fprintf(w, "\nside by side: the same %d-byte entries, %d clients with one append in flight each\n\n", LeafBytes, r.Params.Inflight)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "log\tappends/s\tp50\tp99\tCPU/append\tacknowledged when")
+		if a := r.Auth; a != nil {
+			fmt.Fprintf(tw, "custody, authority on (signed receipts, %d in flight)\t%s\t%.1f ms\t%.1f ms\t%.0f µs\t%s\n", a.Inflight, num(a.PerSec), a.P50Ms, a.P99Ms, a.CPUUs,
+				"every DESIGN §4 check, then as below")
+		}
+		if l := r.LogOnly; l != nil {
+			fmt.Fprintf(tw, "custody, log-only\t%s\t%.1f ms\t%.1f ms\t%.0f µs\t%s\n", num(l.PerSec), l.P50Ms, l.P99Ms, l.CPUUs,
+				"the batch's Badger txn committed (SyncWrites) with its signed checkpoint")
+		}
+		if p := r.Peer; p != nil {
+			fmt.Fprintf(tw, "Tessera %s POSIX\t%s\t%.1f ms\t%.1f ms\t%.0f µs\t%s\n", p.Version, num(p.AppendsPerSec), p.P50Ms, p.P99Ms, p.CPUUs,
+				"integrated (O_SYNC files + dir fsync) and a signed checkpoint covering it published")
+			fmt.Fprintf(tw, "Tessera %s POSIX, integrated only\t%s\t%.1f ms\t%.1f ms\t\t%s\n", p.Version, num(p.IntegratedAppendsPerSec), p.IntegratedP50Ms, p.IntegratedP99Ms,
+				"integrated and durable; no signed checkpoint yet (not like for like)")
+		} else {
+			fmt.Fprintf(tw, "Tessera POSIX\tnot measured\t\t\t\t%s\n", oneLine(r.PeerError))
+		}
+		tw.Flush()
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "\nerror: %s\n", e)
+	}
+}
+
+func rate(v float64) string { return num(v) + "/s" }
+
+func latency(a *AppendResult) string {
+	return fmt.Sprintf(" (p50 %.1f ms, p99 %.1f ms; %.0f µs CPU each)", a.P50Ms, a.P99Ms, a.CPUUs)
+}
+
+func cpu(us float64) string { return fmt.Sprintf(" (%.0f µs CPU each)", us) }
+
+// num formats v rounded, with thousands separators.
+func num(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	if v < 10 {
+		s = fmt.Sprintf("%.1f", v)
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

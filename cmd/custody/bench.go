@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/ledger"
+)
+
+func init() { register(benchCommand) }
+
+// benchSubcommands are commands under `custody bench` that other files add
+// with registerBench (such as `custody bench serve`), so that `bench` is
+// one command however many files contribute to it.
+var benchSubcommands []func() *cli.Command
+
+// registerBench adds a subcommand to `custody bench`.
+func registerBench(f func() *cli.Command) { benchSubcommands = append(benchSubcommands, f) }
+
+func benchCommand() *cli.Command {
+	def := bench.DefaultConfig()
+	cmd := &cli.Command{
+		Name:  "bench",
+		Usage: "measure the ledger on this machine and print one table",
+		UsageText: "custody bench [--size N] [--peer tessera] [--json] [--cpuprofile FILE] [--phases LIST] ...\n" +
+			"custody bench SUBCOMMAND ...",
+		Description: `Runs, on fresh ledgers in a temporary folder, in one process:
+
+  ceiling  parallel Ed25519 verifies/s of a receipt on all cores
+  auth     authorised durable appends in process: receipts under 16 depth-3
+           chains, 1 in 20 from a rogue agent and denied; and their ratio to
+           the ceiling
+  http     the same over HTTP: a custody server on a loopback port, and
+           --http-clients clients (one chain each), one request in flight
+           each; p50 and p99 latency
+  logonly  durable appends of 400-byte raw leaves (Options.LogOnly,
+           AppendLeaves) from --clients clients: the figure to compare with
+           other logs
+  big      a --size entry log (raw leaves, with a real depth-3 workflow at
+           both ends), then in a child process: open time, inclusion
+           proofs/s, bundle builds/s, bundles verified/s offline, peak RSS;
+           and disk bytes per entry
+  peer     with --peer tessera: the same 400-byte entries from as many
+           clients through Tessera's POSIX driver (bench/peers/tessera, a
+           separate Go module built with the go command)
+
+Every append counts only once it is durable (fsynced) and covered by a
+signed checkpoint. The defaults finish in a few minutes on 2 cores; the
+figures mean something only on a quiet machine. docs/BENCHMARKS.md explains
+each figure and how to reproduce it.
+
+Example:
+
+   custody bench
+   custody bench --peer tessera --json > bench.json
+   custody bench --size 10000000 --phases big
+   custody bench --phases auth --cpuprofile auth.prof`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "size", Value: def.Size, Usage: "entries in the big log (proofs, bundles, open, RSS, disk)"},
+			&cli.IntFlag{Name: "appends", Value: def.AuthN, Usage: "authorised submissions"},
+			&cli.IntFlag{Name: "window", Value: def.AuthWindow, Usage: "submissions each of the 32 agents keeps in flight"},
+			&cli.IntFlag{Name: "http-appends", Value: def.HTTPN, Usage: "authorised submissions over HTTP"},
+			&cli.IntFlag{Name: "http-clients", Value: def.HTTPClients, Usage: "HTTP clients (and depth-3 chains), each with one request in flight"},
+			&cli.IntFlag{Name: "leaves", Value: def.LogOnlyN, Usage: "log-only entries (and the peer's)"},
+			&cli.IntFlag{Name: "clients", Value: def.Inflight, Usage: "log-only (and peer) clients, each with one append in flight"},
+			&cli.DurationFlag{Name: "ceiling", Value: def.Ceiling, Usage: "how long to measure the verify ceiling"},
+			&cli.DurationFlag{Name: "read-for", Value: def.ReadFor, Usage: "how long to measure each of proofs, bundles and verification"},
+			&cli.StringFlag{Name: "phases", Usage: "comma-separated phases to run (" + strings.Join(bench.AllPhases, ",") + "; default all but peer, and peer with --peer)"},
+			&cli.StringFlag{Name: "peer", Usage: "a log to run beside custody: tessera"},
+			&cli.StringFlag{Name: "peer-dir", Usage: "the Tessera peer's module folder (default: " + bench.PeerDir + " found from the working directory)"},
+			&cli.StringFlag{Name: "tmpdir", Usage: "where to make the run's temporary folder (default: the system's); put it on the disk to measure"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the run's temporary folder"},
+			&cli.BoolFlag{Name: "in-process", Usage: "measure the big log in this process, not a child (RSS then includes building it)"},
+			&cli.IntFlag{Name: "proof-cache-tiles", Usage: "ledger Options.ProofCacheTiles for the big log's measurement (default: the ledger's)"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the run to FILE (and of the big log's child to FILE.big)"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile at the end of the run to FILE (and of the big log's child to FILE.big)"},
+			jsonFlag(),
+			&cli.StringFlag{Name: "measure-big", Hidden: true, Usage: "internal: measure the big log in DIR and print JSON"},
+		},
+		Action: runBench,
+	}
+	for _, f := range benchSubcommands {
+		cmd.Commands = append(cmd.Commands, f())
+	}
+	return cmd
+}
+
+func runBench(ctx context.Context, c *cli.Command) error {
+	if _, err := args(c, 0, 0, ""); err != nil {
+		return err
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if p := c.String("memprofile"); p != "" {
+		defer func() {
+			if f, err := os.Create(p); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if dir := c.String("measure-big"); dir != "" {
+		r, err := bench.MeasureBigLog(ctx, dir, c.Duration("read-for"), ledger.Options{ProofCacheTiles: c.Int("proof-cache-tiles")})
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(c.Root().Writer).Encode(r)
+	}
+	cfg := bench.Config{Dir: c.String("tmpdir"), Keep: c.Bool("keep"), Ceiling: c.Duration("ceiling"),
+		AuthN: c.Int("appends"), AuthWindow: c.Int("window"), LogOnlyN: c.Int("leaves"), Inflight: c.Int("clients"),
+		HTTPN: c.Int("http-appends"), HTTPClients: c.Int("http-clients"),
+		Size: c.Int("size"), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
+		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter}
+	for _, n := range []string{"size", "appends", "window", "http-appends", "http-clients", "leaves", "clients"} {
+		if c.Int(n) <= 0 {
+			return usage(c, "--%s must be positive", n)
+		}
+	}
+	if cfg.Peer != "" && cfg.Peer != "tessera" {
+		return usage(c, "--peer %q: the one peer is tessera", cfg.Peer)
+	}
+	if p := c.String("phases"); p != "" {
+		for _, ph := range strings.Split(p, ",") {
+			ph = strings.TrimSpace(ph)
+			if !slices.Contains(bench.AllPhases, ph) {
+				return usage(c, "--phases: unknown phase %q (phases: %s)", ph, strings.Join(bench.AllPhases, ","))
+			}
+			cfg.Phases = append(cfg.Phases, ph)
+		}
+		if slices.Contains(cfg.Phases, bench.PhasePeer) && cfg.Peer == "" {
+			cfg.Peer = "tessera"
+		}
+	}
+	if !c.Bool("in-process") {
+		cfg.MeasureBig = childMeasure(c.String("cpuprofile"), c.String("memprofile"), c.Int("proof-cache-tiles"))
+	}
+	r, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c.Root().Writer, r)
+	}
+	fmt.Fprintln(c.Root().Writer)
+	r.WriteTable(c.Root().Writer)
+	if cfg.Keep {
+		fmt.Fprintf(c.Root().Writer, "\nkept %s\n", r.Params.Dir)
+	}
+	return nil
+}
+
+// childMeasure measures the big log in a child process running this same
+// binary, so that its peak RSS is the open log's alone, not building it.
+func childMeasure(cpuprofile, memprofile string, cacheTiles int) func(context.Context, string, time.Duration) (bench.BigResult, error) {
+	return func(ctx context.Context, dir string, d time.Duration) (bench.BigResult, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return bench.BigResult{}, err
+		}
+		argv := []string{"bench", "--measure-big", dir, "--read-for", d.String()}
+		if cpuprofile != "" {
+			argv = append(argv, "--cpuprofile", cpuprofile+".big")
+		}
+		if memprofile != "" {
+			argv = append(argv, "--memprofile", memprofile+".big")
+		}
+		if cacheTiles > 0 {
+			argv = append(argv, "--proof-cache-tiles", strconv.Itoa(cacheTiles))
+		}
+		cmd := exec.CommandContext(ctx, exe, argv...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return bench.BigResult{}, fmt.Errorf("measuring in a child process: %v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		var r bench.BigResult
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			return r, fmt.Errorf("reading the child's figures: %w", err)
+		}
+		return r, nil
+	}
+}
