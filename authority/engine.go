@@ -211,6 +211,13 @@ type Submission struct {
 	// parallel, before sequencing). A key id is the hash of its key, so the
 	// key that verified is the key the id names.
 	Verified bool
+	// Parsed, when set, holds statement.Parse's result for Env's payload
+	// (Statement or ParseErr), computed by the caller in parallel; Decide
+	// then uses it instead of parsing again. It is only a cache: the rules
+	// and their order are the same either way.
+	Parsed   bool
+	Stmt     statement.Statement
+	ParseErr error
 }
 
 // Decide decides sub as the leaf at index, accepted at loggedAt. On
@@ -271,7 +278,10 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	}
 
 	// Step 3: schema and canonical form.
-	st, err := statement.Parse(kind, sub.Env.Payload)
+	st, err := sub.Stmt, sub.ParseErr
+	if !sub.Parsed {
+		st, err = statement.Parse(kind, sub.Env.Payload)
+	}
 	if err != nil {
 		code := SchemaInvalid
 		var ce *canon.Error

@@ -38,6 +38,9 @@ type request struct {
 	data     []byte
 	raw      bool // a LogOnly leaf: data is the leaf itself
 	env      *sign.Parsed
+	canon    []byte // the envelope's canonical JSON, for the leaf
+	stmt     statement.Statement
+	parseErr error
 	refusal  *authority.DecisionError // set by the worker for steps 1–2
 	verified bool
 	hash     [32]byte
@@ -218,7 +221,12 @@ func (l *Ledger) check(req *request) {
 		req.refusal = refusal(authority.TooLarge, "the leaf would be about %d bytes; a leaf holds at most %d", n, statement.MaxLeafSize)
 		return
 	}
-	req.env, req.hash = env, env.DedupHash()
+	req.env, req.hash, req.canon = env, env.DedupHash(), canonical
+	// Parse here, in parallel, so the sequencer need not; Decide still
+	// applies every rule in order (a parse error is a denial only once the
+	// signer is known).
+	kind, _ := statement.KindOfPayloadType(env.PayloadType)
+	req.stmt, req.parseErr = statement.Parse(kind, env.Payload)
 	if pub := l.publicKey(env.KeyID); pub != nil {
 		if err := env.Verify(pub); err != nil {
 			req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
@@ -347,7 +355,8 @@ func (l *Ledger) process(batch []*request) {
 			a.res, a.err = prior, err
 			continue
 		}
-		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified}, next, at)
+		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified,
+			Parsed: true, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
 		if err := l.engine.Err(); err != nil {
 			// The engine could not read its state: nothing in this batch may
 			// be logged. fail discards the engine's changes and reloads.
@@ -363,7 +372,7 @@ func (l *Ledger) process(batch []*request) {
 			a.err = &authority.DecisionError{Verdict: d.Verdict, Code: d.Code, Reason: d.Reason}
 			continue
 		case authority.Accepted:
-			leafEnv, _ = req.env.Envelope.Canonical()
+			leafEnv = req.canon
 			link = l.engine.Link(next, at, d.Statement)
 			h := d.Statement.Head()
 			writes = append(writes, [2][]byte{seqKey(req.env.KeyID, h.Seq), be64(next)})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -74,11 +75,15 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 
 // trustHeadAt returns the trust head of the leaf at index.
 func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
-	e, err := l.Entry(index)
+	raw, err := l.LeafBytes(index)
 	if err != nil {
 		return 0, err
 	}
-	return e.TrustHead, nil
+	leaf, _, err := statement.ParseLeaf(raw)
+	if err != nil {
+		return 0, err
+	}
+	return leaf.TrustHead, nil
 }
 
 // MaxTLogProofLeaf is the largest leaf a tlog-proof can carry: the common
