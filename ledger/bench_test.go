@@ -170,3 +170,12 @@ func BenchmarkOpen(b *testing.B) {
 func openExisting(dir string) (*Ledger, error) {
 	return open(dir, "bench.example/log", benchKey, Options{LogOnly: true})
 }
+
+// TestMain removes the benchmark log bigLedger built, if any.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
