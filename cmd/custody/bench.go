@@ -101,6 +101,11 @@ func runBench(ctx context.Context, c *cli.Command) error {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return err
 	}
+	return benchWith(ctx, c)
+}
+
+// benchWith runs the suite with c's flags (c is the bench command).
+func benchWith(ctx context.Context, c *cli.Command) error {
 	if p := c.String("cpuprofile"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
