@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/textsafe"
+)
+
+func init() { register(watchCommand) }
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "watch",
+		Usage:     "monitor a served log: alert on a split view, a rollback or an inconsistent extension",
+		UsageText: "custody watch --ledger URL --log-key VKEY --state FILE [--interval D] [--json]",
+		Description: `A monitor. Fetches the log's checkpoint (URL/checkpoint, C2SP
+tlog-checkpoint), checks its signature with --log-key, and checks it against
+the last checkpoint kept in --state: a larger tree must extend it, which
+watch proves itself with a consistency proof computed from the served tiles
+(URL/tile/...), so it works against any static export (custody export)
+behind any web server, or a custody server.
+
+On a split view (same size, different root), a rollback (smaller size), an
+inconsistent extension, a checkpoint that does not verify, or tiles that do
+not hash to the checkpoint's root, it prints an ALERT with both checkpoints
+and exits 4, leaving --state as it was (the evidence). Otherwise it replaces
+--state atomically with the new checkpoint and exits 0. The first run keeps
+the checkpoint it sees, after recomputing its root from the tiles.
+
+With --interval it keeps watching: it looks again every interval, prints a
+line when the log changes, and exits 4 at the first alert; a failed fetch is
+reported and retried at the next interval.
+
+Example:
+
+   custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
+   custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "ledger", Usage: "the log's base `URL` (…/checkpoint and …/tile/… below it)"},
+			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it", TakesFile: true},
+			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
+			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			url, state := c.String("ledger"), c.String("state")
+			if url == "" {
+				return usage(c, "--ledger URL is required")
+			}
+			if state == "" {
+				return usage(c, "--state FILE is required")
+			}
+			if c.Duration("interval") < 0 {
+				return usage(c, "--interval must not be negative")
+			}
+			vkey, err := verifierKeyArg(c, "log-key")
+			if err != nil {
+				return err
+			}
+			f := tilesFetcher(url)
+			interval := c.Duration("interval")
+			for {
+				res, err := watchOnce(ctx, c, f, vkey, state)
+				switch {
+				case err != nil && interval == 0:
+					return fmt.Errorf("watch: %w", err)
+				case err != nil:
+					fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: %s (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), oneLine(err.Error()), interval)
+				case res.Alert:
+					return &exitErr{code: exitVerify, quiet: true}
+				}
+				if interval == 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+}
+
+// watchOnce looks once, prints what it saw, and keeps the new checkpoint
+// unless it alerted.
+func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state string) (*audit.WatchResult, error) {
+	old, err := os.ReadFile(state)
+	if errors.Is(err, fs.ErrNotExist) {
+		old = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading --state: %w", err)
+	}
+	res, err := audit.Watch(ctx, f, vkey, old)
+	if err != nil {
+		return nil, err
+	}
+	if res.Keep != nil && (old == nil || string(old) != string(res.Keep)) {
+		if err := writeFileAtomic(state, res.Keep); err != nil {
+			return nil, fmt.Errorf("updating --state: %w", err)
+		}
+	}
+	w := c.Root().Writer
+	if c.Bool("json") {
+		out := struct {
+			*audit.WatchResult
+			Time             string `json:"time"`
+			KeptCheckpoint   string `json:"kept_checkpoint,omitempty"`
+			ServedCheckpoint string `json:"served_checkpoint"`
+		}{res, time.Now().UTC().Format(time.RFC3339), string(old), string(res.Checkpoint)}
+		return res, writeJSON(w, out)
+	}
+	stamp := time.Now().UTC().Format(time.RFC3339)
+	if !res.Alert {
+		if res.Outcome != audit.WatchUnchanged || c.Duration("interval") == 0 {
+			fmt.Fprintf(w, "%s ok: %s\n", stamp, textsafe.Text(res.Detail))
+		}
+		return res, nil
+	}
+	fmt.Fprintf(w, "%s ALERT %s: %s\n", stamp, res.Outcome, textsafe.Text(res.Detail))
+	if old != nil {
+		fmt.Fprintf(w, "\nkept checkpoint (%s):\n%s\n", state, textsafe.Text(string(old)))
+	}
+	fmt.Fprintf(w, "served checkpoint:\n%s\n", textsafe.Text(string(res.Checkpoint)))
+	fmt.Fprintf(w, "Both are signed by the log key: keep them as evidence. %s was left unchanged.\n", state)
+	return res, nil
+}
