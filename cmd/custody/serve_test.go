@@ -128,6 +128,8 @@ func TestRemoteMode(t *testing.T) {
 		{"proof", "consistency", "--from", "2", "--to", "4"},
 		{"prove", "--id", "rcpt_1", "--out", "-"},
 		{"prove", "--id", "rcpt_1", "--workflow", "--out", "-"},
+		{"replay", "--workflow", "wf_trip", "--json"},
+		{"replay", "--workflow", "wf_trip"},
 		{"prove", "--index", "4", "--format", "tlog-proof", "--out", "-"},
 	}
 	remote := make([]result, len(reads))
