@@ -186,11 +186,20 @@ func (e *Engine) Dirty(put func(key string, value []byte)) {
 // Committed tells the engine the dirty records are durable. It also bounds
 // the cache: past maxCache records, clean ones are dropped.
 func (e *Engine) Committed() {
-	clear(e.st.dirty)
-	if len(e.st.cache) > maxCache {
+	e.Written()
+	if e.CacheLarge() {
 		e.st.cache = map[string]any{}
 	}
 }
+
+// Written tells the engine the dirty records are on their way to the Store
+// (Dirty has been called), without promising they are durable yet: they
+// stay cached. A caller that pipelines commits calls Written when it hands
+// a batch over and Committed only when nothing is in flight.
+func (e *Engine) Written() { clear(e.st.dirty) }
+
+// CacheLarge reports whether Committed would drop the cache.
+func (e *Engine) CacheLarge() bool { return len(e.st.cache) > maxCache }
 
 // Discard forgets every change since the last Committed (the batch holding
 // them was not committed), so the engine again reflects the Store.

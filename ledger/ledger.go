@@ -125,10 +125,12 @@ type Ledger struct {
 	closeMu sync.RWMutex // held for reading while enqueuing, for writing by Close
 
 	// Owned by the sequencer goroutine.
-	engine  *authority.Engine
-	builder *merkle.Builder
-	limiter *limiter
-	lastAt  time.Time
+	inflight *job   // the batch whose commit is running, if any
+	next     uint64 // the index the next leaf gets (past the batch in flight)
+	engine   *authority.Engine
+	builder  *merkle.Builder
+	limiter  *limiter
+	lastAt   time.Time
 
 	head     atomic.Pointer[Head] // the latest committed tree head
 	watchers broadcaster
@@ -249,6 +251,7 @@ func (l *Ledger) load() error {
 		}
 	}
 	l.head.Store(h)
+	l.next = h.Size
 	if m := l.engine.Meta(); m != nil && m.LastLoggedAt != "" {
 		l.lastAt, _ = statement.ParseLoggedAt(m.LastLoggedAt)
 	}

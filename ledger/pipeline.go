@@ -263,6 +263,7 @@ func (l *Ledger) publicKey(keyID string) ed25519.PublicKey {
 // sequencer orders submissions, decides them and commits batches.
 func (l *Ledger) sequencer() {
 	defer l.wg.Done()
+	defer l.drain() // the last batch's commit finishes before Close returns
 	var carry *request
 	for {
 		var first *request
@@ -320,12 +321,32 @@ type pendingAnswer struct {
 
 // process decides a batch and commits it in one transaction.
 func (l *Ledger) process(batch []*request) {
+	// If the batch in flight has already failed, recover before deciding
+	// anything on the state it left (without waiting if it is still running).
+	if j := l.inflight; j != nil {
+		select {
+		case err := <-j.done:
+			l.inflight = nil
+			if err != nil {
+				l.recoverState()
+			}
+		default:
+		}
+	}
+	if l.engine.CacheLarge() {
+		// Trimming the engine's cache is safe only when every record it
+		// holds is committed: wait for the batch in flight.
+		if err := l.drain(); err != nil {
+			l.fail(batch, make([]pendingAnswer, len(batch)), err)
+			return
+		}
+		l.engine.Committed()
+	}
 	at := l.opts.Clock().UTC()
 	if at.Before(l.lastAt) {
 		at = l.lastAt // logged_at never goes backwards
 	}
-	head := l.head.Load()
-	next := head.Size
+	next := l.next
 	answers := make([]pendingAnswer, len(batch))
 	seen := make(map[[32]byte]int, len(batch))
 	var (
@@ -351,6 +372,14 @@ func (l *Ledger) process(batch []*request) {
 			a.dupOf = j
 			continue
 		}
+		if _, pending := l.inflightHash(req.hash); pending {
+			// A repeat of a submission whose commit is in flight: its
+			// decision is known only once that commit is. Wait for it.
+			if err := l.drain(); err != nil {
+				l.fail(batch, answers, err)
+				return
+			}
+		}
 		if prior, err := l.priorDecision(req.hash); err != nil || prior != nil {
 			a.res, a.err = prior, err
 			continue
@@ -359,7 +388,9 @@ func (l *Ledger) process(batch []*request) {
 			Parsed: true, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
 		if err := l.engine.Err(); err != nil {
 			// The engine could not read its state: nothing in this batch may
-			// be logged. fail discards the engine's changes and reloads.
+			// be logged. fail discards the engine's changes and reloads,
+			// after the batch in flight has finished.
+			l.drain()
 			l.fail(batch, answers, err)
 			return
 		}
@@ -396,6 +427,7 @@ func (l *Ledger) process(batch []*request) {
 		if err != nil {
 			// The worker bounded the envelope's size, so this is a bug; the
 			// engine has already applied the decision, so the batch must go.
+			l.drain()
 			l.fail(batch, answers, fmt.Errorf("building leaf %d: %w", next, err))
 			return
 		}
@@ -405,18 +437,117 @@ func (l *Ledger) process(batch []*request) {
 		seen[req.hash] = i
 		next++
 	}
+	j := &job{answers: answers, n: len(hashes), hashes: seen, done: make(chan error, 1)}
 	if len(hashes) > 0 {
-		newHead, err := l.commit(writes, hashes, at)
-		if err != nil {
+		if err := l.prepare(j, writes, hashes); err != nil {
+			l.drain()
 			l.fail(batch, answers, err)
 			return
 		}
-		head = newHead
 	}
-	for i := range answers {
-		a := &answers[i]
+	// One commit in flight at a time: this batch was decided on the state
+	// the previous one leaves, so it may go only if that one committed.
+	if err := l.drain(); err != nil {
+		l.fail(batch, answers, err)
+		return
+	}
+	l.next, l.lastAt = next, at
+	if len(hashes) == 0 {
+		l.answer(j, l.head.Load())
+		return
+	}
+	l.inflight = j
+	go l.commitJob(j)
+}
+
+// job is a decided batch on its way to disk.
+type job struct {
+	answers []pendingAnswer
+	n       int              // leaves
+	hashes  map[[32]byte]int // dedup hashes of the submissions it logs
+	writes  [][2][]byte      // everything its transaction writes
+	head    *Head            // the head it commits
+	done    chan error       // the commit's outcome, once its answers are sent
+}
+
+// prepare extends the tree with a batch's leaves and gathers everything its
+// transaction writes: leaves, indexes, new tiles, the engine's changed
+// records, the edge and the newly signed checkpoint.
+func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error {
+	if err := l.builder.AppendBatch(hashes); err != nil {
+		return fmt.Errorf("extending the tree: %w", err)
+	}
+	size, root := l.builder.Size(), l.builder.Root()
+	cp, err := merkle.SignCheckpoint(l.origin, size, root, l.signer)
+	if err != nil {
+		return fmt.Errorf("signing the checkpoint: %w", err)
+	}
+	edge, err := l.builder.Edge().MarshalBinary()
+	if err != nil {
+		return err
+	}
+	for _, t := range l.builder.Flush() {
+		writes = append(writes, [2][]byte{tileKey(t.Level, t.Index), t.Data})
+	}
+	l.engine.Dirty(func(k string, v []byte) { writes = append(writes, [2][]byte{stateKey(k), v}) })
+	l.engine.Written()
+	writes = append(writes, [2][]byte{kEdge, edge}, [2][]byte{kCheckpoint, cp})
+	if size == uint64(len(hashes)) {
+		writes = append(writes, [2][]byte{kOrigin, []byte(l.origin)})
+	}
+	j.writes, j.head = writes, &Head{Size: size, Root: root, Checkpoint: cp}
+	return nil
+}
+
+// inflightHash reports whether the batch in flight logs a submission with
+// this dedup hash.
+func (l *Ledger) inflightHash(h [32]byte) (int, bool) {
+	if l.inflight == nil {
+		return 0, false
+	}
+	i, ok := l.inflight.hashes[h]
+	return i, ok
+}
+
+// drain waits for the batch in flight, if any, and returns its commit's
+// error. After an error, everything decided since that batch rests on
+// state that was never committed: the caller must fail it.
+func (l *Ledger) drain() error {
+	j := l.inflight
+	if j == nil {
+		return nil
+	}
+	l.inflight = nil
+	return <-j.done
+}
+
+// commitJob writes a prepared batch in one transaction with SyncWrites,
+// publishes the new head, and only then answers its submissions.
+func (l *Ledger) commitJob(j *job) {
+	err := l.commit(j)
+	if err != nil {
+		for i := range j.answers {
+			a := &j.answers[i]
+			if a.err == nil {
+				a.err, a.res = err, nil
+			}
+			a.req.done <- answer{err: a.err}
+		}
+		j.done <- err
+		return
+	}
+	l.head.Store(j.head)
+	l.watchers.publish(*j.head)
+	l.answer(j, j.head)
+	j.done <- nil
+}
+
+// answer sends a batch's answers, with the head that includes them.
+func (l *Ledger) answer(j *job, head *Head) {
+	for i := range j.answers {
+		a := &j.answers[i]
 		if a.dupOf >= 0 {
-			if src := answers[a.dupOf].res; src != nil {
+			if src := j.answers[a.dupOf].res; src != nil {
 				cp := *src
 				cp.Duplicate = true
 				a.res = &cp
@@ -456,72 +587,37 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 	return nil, nil, fmt.Errorf("DENIAL %d does not fit in a leaf even without the envelope", index)
 }
 
-// commit writes a batch in one transaction with the new tiles, edge and
-// signed checkpoint, and publishes the new head after the commit.
-func (l *Ledger) commit(writes [][2][]byte, hashes []merkle.Hash, at time.Time) (*Head, error) {
-	if err := l.builder.AppendBatch(hashes); err != nil {
-		return nil, fmt.Errorf("extending the tree: %w", err)
-	}
-	size, root := l.builder.Size(), l.builder.Root()
-	cp, err := merkle.SignCheckpoint(l.origin, size, root, l.signer)
-	if err != nil {
-		return nil, fmt.Errorf("signing the checkpoint: %w", err)
-	}
-	edge, err := l.builder.Edge().MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	size0 := 0
-	for _, w := range writes {
-		size0 += len(w[0]) + len(w[1])
+// commit writes a prepared batch in one transaction; it is durable once
+// this returns nil (SyncWrites).
+func (l *Ledger) commit(j *job) error {
+	size := 0
+	for _, w := range j.writes {
+		size += len(w[0]) + len(w[1])
 	}
 	// Leaves, their tiles, state and indexes, written to the value log and
 	// then again by compaction: reserve three times the batch.
-	if err := l.checkSpace(3 * size0); err != nil {
-		return nil, err
+	if err := l.checkSpace(3 * size); err != nil {
+		return err
 	}
 	txn := l.db.NewTransaction(true)
 	defer txn.Discard()
-	set := func(k, v []byte) {
-		if err == nil {
-			err = txn.Set(k, v)
+	for _, w := range j.writes {
+		if err := txn.Set(w[0], w[1]); err != nil {
+			return fmt.Errorf("committing %d entries: %w", j.n, err)
 		}
 	}
-	for _, w := range writes {
-		set(w[0], w[1])
+	start := time.Now()
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("committing %d entries: %w", j.n, err)
 	}
-	for _, t := range l.builder.Flush() {
-		set(tileKey(t.Level, t.Index), t.Data)
-	}
-	l.engine.Dirty(func(k string, v []byte) { set(stateKey(k), v) })
-	set(kEdge, edge)
-	set(kCheckpoint, cp)
-	if size == uint64(len(hashes)) {
-		set(kOrigin, []byte(l.origin))
-	}
-	if err == nil {
-		start := time.Now()
-		err = txn.Commit() // SyncWrites: durable when this returns nil
-		if err == nil {
-			l.stats.record(len(hashes), time.Since(start))
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("committing %d entries: %w", len(hashes), err)
-	}
-	l.engine.Committed()
-	l.lastAt = at
-	h := &Head{Size: size, Root: root, Checkpoint: cp}
-	l.head.Store(h)
-	l.watchers.publish(*h)
-	return h, nil
+	l.stats.record(j.n, time.Since(start))
+	return nil
 }
 
 // fail answers a batch that could not be committed and rebuilds the
 // in-memory state from what is stored, so the ledger keeps working.
 func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
-	l.engine.Discard()
-	if e := l.reload(); e != nil {
+	if e := l.recoverState(); e != nil {
 		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
 	}
 	for i := range batch {
@@ -536,6 +632,14 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 		}
 		a.req.done <- answer{err: a.err, res: nil}
 	}
+}
+
+// recoverState forgets everything decided since the last commit: the
+// engine's cached changes, the tree builder's leaves and the next index.
+func (l *Ledger) recoverState() error {
+	l.engine.Discard()
+	l.next = l.head.Load().Size
+	return l.reload()
 }
 
 // reload rebuilds the tree builder from committed tiles.
