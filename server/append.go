@@ -28,19 +28,31 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.appends.Done()
 
-	// Never queue without bound: when the cap is reached, say so at once.
+	// Read the body first, under its own deadline and cap, so that a slow
+	// sender never holds a slot an honest append needs.
 	select {
-	case s.sem <- struct{}{}:
+	case s.reading <- struct{}{}:
 	default:
 		s.m.appends.WithLabelValues("overloaded").Inc()
-		s.unavailable(w, api.CodeOverloaded, "too many appends in flight; retry later")
+		s.unavailable(w, api.CodeOverloaded, "too many appends being received; retry later")
 		return
 	}
-	defer func() { <-s.sem }()
-	s.m.inFlight.Inc()
-	defer s.m.inFlight.Dec()
-
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
+	<-s.reading
+	if err == nil {
+		// Never queue without bound: when the cap is reached, say so at once.
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			s.m.appends.WithLabelValues("overloaded").Inc()
+			s.unavailable(w, api.CodeOverloaded, "too many appends in flight; retry later")
+			return
+		}
+		defer func() { <-s.sem }()
+		s.m.inFlight.Inc()
+		defer s.m.inFlight.Dec()
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

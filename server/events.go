@@ -42,6 +42,13 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
 	}
+	select {
+	case s.streams <- struct{}{}:
+	default:
+		s.unavailable(w, api.CodeOverloaded, "too many event streams open; retry later")
+		return
+	}
+	defer func() { <-s.streams }()
 	rc := http.NewResponseController(w)
 	// The server's ReadTimeout would end a long stream (and cancel its
 	// context): a stream reads nothing after its request.

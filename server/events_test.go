@@ -169,3 +169,45 @@ func TestEventsOutliveTimeouts(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestStreamCap: past Options.MaxStreams, a new event stream is answered
+// 503 with Retry-After at once, and a freed slot is usable again.
+func TestStreamCap(t *testing.T) {
+	lg := servertest.Start(t, server.Options{MaxStreams: 2})
+	open := func() (*http.Response, error) {
+		return http.Get(lg.URL + "/v1/workflows/wf_cap/events")
+	}
+	a, err := open()
+	if err != nil || a.StatusCode != http.StatusOK {
+		t.Fatalf("first stream: %v %v", a, err)
+	}
+	b, err := open()
+	if err != nil || b.StatusCode != http.StatusOK {
+		t.Fatalf("second stream: %v %v", b, err)
+	}
+	c, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Body.Close()
+	if c.StatusCode != http.StatusServiceUnavailable || c.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream: %d, Retry-After %q", c.StatusCode, c.Header.Get("Retry-After"))
+	}
+	a.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := open()
+		if err == nil && d.StatusCode == http.StatusOK {
+			d.Body.Close()
+			break
+		}
+		if d != nil {
+			d.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a freed stream slot was never reusable")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Body.Close()
+}

@@ -238,7 +238,7 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getKeySeq(w http.ResponseWriter, r *http.Request) {
 	keyID := r.PathValue("keyid")
-	if len(keyID) != 64 {
+	if !isKeyID(keyID) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "a key id is 64 lowercase hex digits")
 		return
 	}
@@ -253,6 +253,19 @@ func (s *Server) getKeySeq(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// isKeyID reports whether id is a key id: 64 lowercase hex digits.
+func isKeyID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {

@@ -44,6 +44,16 @@ type Options struct {
 	// batches what is in flight into one commit, so the cap bounds memory
 	// and latency, not throughput.
 	MaxInFlight int
+	// MaxReading caps append bodies being read at once (default 4 ×
+	// MaxInFlight); each is at most 128 KiB, so this bounds their memory.
+	// A body is read before its append takes a MaxInFlight slot, so slow
+	// senders never hold the slots honest appends need.
+	MaxReading int
+	// BodyTimeout bounds reading one append's body (default 5s).
+	BodyTimeout time.Duration
+	// MaxStreams caps open event streams (default 1024); past it a new
+	// stream is answered 503 with Retry-After.
+	MaxStreams int
 	// RetryAfter is the Retry-After of a 503 (default 1s).
 	RetryAfter time.Duration
 	// KeepAlive is the interval of comments on an idle event stream
@@ -62,6 +72,15 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
+	}
+	if o.MaxReading <= 0 {
+		o.MaxReading = 4 * o.MaxInFlight
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 5 * time.Second
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = 1024
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = time.Second
@@ -85,7 +104,9 @@ type Server struct {
 	mux  *http.ServeMux
 	m    *metrics
 
-	sem chan struct{} // one token per append in flight
+	sem     chan struct{} // one token per append in flight
+	reading chan struct{} // one token per append body being read
+	streams chan struct{} // one token per open event stream
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -97,7 +118,8 @@ type Server struct {
 func New(l *ledger.Ledger, opts Options) *Server {
 	opts.defaults()
 	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
-		sem: make(chan struct{}, opts.MaxInFlight), stopping: make(chan struct{})}
+		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
+		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{})}
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
