@@ -349,6 +349,7 @@ func (l *Ledger) process(batch []*request) {
 	next := l.next
 	answers := make([]pendingAnswer, len(batch))
 	seen := make(map[[32]byte]int, len(batch))
+	workflows := map[string]bool{}
 	var (
 		writes [][2][]byte
 		hashes []merkle.Hash
@@ -405,6 +406,9 @@ func (l *Ledger) process(batch []*request) {
 		case authority.Accepted:
 			leafEnv = req.canon
 			link = l.engine.Link(next, at, d.Statement)
+			if wf := d.Statement.WorkflowID(); wf != "" {
+				workflows[wf] = true
+			}
 			h := d.Statement.Head()
 			writes = append(writes, [2][]byte{seqKey(req.env.KeyID, h.Seq), be64(next)})
 		case authority.Denied:
@@ -421,6 +425,9 @@ func (l *Ledger) process(batch []*request) {
 			}
 			l.engine.AcceptDenial(doc, next)
 			link = l.engine.Link(next, at, doc)
+			if doc.Workflow != "" {
+				workflows[doc.Workflow] = true
+			}
 		}
 		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: statement.FormatLoggedAt(at),
 			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
@@ -437,7 +444,7 @@ func (l *Ledger) process(batch []*request) {
 		seen[req.hash] = i
 		next++
 	}
-	j := &job{answers: answers, n: len(hashes), hashes: seen, done: make(chan error, 1)}
+	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, done: make(chan error, 1)}
 	if len(hashes) > 0 {
 		if err := l.prepare(j, writes, hashes); err != nil {
 			l.drain()
@@ -462,12 +469,13 @@ func (l *Ledger) process(batch []*request) {
 
 // job is a decided batch on its way to disk.
 type job struct {
-	answers []pendingAnswer
-	n       int              // leaves
-	hashes  map[[32]byte]int // dedup hashes of the submissions it logs
-	writes  [][2][]byte      // everything its transaction writes
-	head    *Head            // the head it commits
-	done    chan error       // the commit's outcome, once its answers are sent
+	answers   []pendingAnswer
+	n         int              // leaves
+	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
+	workflows map[string]bool  // the workflows its leaves join
+	writes    [][2][]byte      // everything its transaction writes
+	head      *Head            // the head it commits
+	done      chan error       // the commit's outcome, once its answers are sent
 }
 
 // prepare extends the tree with a batch's leaves and gathers everything its
@@ -537,7 +545,7 @@ func (l *Ledger) commitJob(j *job) {
 		return
 	}
 	l.head.Store(j.head)
-	l.watchers.publish(*j.head)
+	l.watchers.publish(Commit{Head: *j.head, From: j.head.Size - uint64(j.n), Workflows: j.workflows})
 	l.answer(j, j.head)
 	j.done <- nil
 }

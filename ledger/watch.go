@@ -7,40 +7,54 @@ import (
 	"github.com/custodylog/custody/authority"
 )
 
-// broadcaster tells subscribers about new heads. A slow subscriber never
-// blocks the sequencer: each holds at most one pending head, the newest.
-type broadcaster struct {
-	mu   sync.Mutex
-	subs map[chan Head]struct{}
+// Commit is one committed batch as Watch reports it.
+type Commit struct {
+	Head // the head the batch committed
+	// From is the tree size before the batch: a subscriber that last saw a
+	// head of this size has missed nothing in between.
+	From uint64
+	// Workflows are the workflows the batch's leaves joined (their
+	// back-link chains); a subscriber following one workflow that is not
+	// here, and that missed nothing, need not look.
+	Workflows map[string]bool
 }
 
-func (b *broadcaster) publish(h Head) {
+// broadcaster tells subscribers about new commits. A slow subscriber never
+// blocks the sequencer: each holds at most one pending commit, the newest
+// (so From then says what it missed).
+type broadcaster struct {
+	mu   sync.Mutex
+	subs map[chan Commit]struct{}
+}
+
+func (b *broadcaster) publish(c Commit) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {
 		select {
-		case ch <- h:
+		case ch <- c:
 		default:
-			// Replace the unread head with the newer one.
+			// Replace the unread commit with the newer one.
 			select {
 			case <-ch:
 			default:
 			}
 			select {
-			case ch <- h:
+			case ch <- c:
 			default:
 			}
 		}
 	}
 }
 
-// Watch returns a channel that receives each new committed head (heads may
-// be coalesced: a slow reader sees the newest), and a function to stop.
-func (l *Ledger) Watch() (<-chan Head, func()) {
-	ch := make(chan Head, 1)
+// Watch returns a channel that receives each new commit (commits may be
+// coalesced: a slow reader sees the newest, whose From then lies beyond
+// the last head it saw), and a function to stop.
+func (l *Ledger) Watch() (<-chan Commit, func()) {
+	ch := make(chan Commit, 1)
 	l.watchers.mu.Lock()
 	if l.watchers.subs == nil {
-		l.watchers.subs = map[chan Head]struct{}{}
+		l.watchers.subs = map[chan Commit]struct{}{}
 	}
 	l.watchers.subs[ch] = struct{}{}
 	l.watchers.mu.Unlock()

@@ -77,9 +77,11 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
+	seen := uint64(0) // the head size this stream last looked under
 	for {
 		// Only entries under the published head: their proofs exist.
 		size := s.l.Head().Size
+		seen = size
 		idx, err := s.l.WorkflowIndexesAfter(wf, after)
 		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			s.log.Warn("event stream", "workflow", wf, "err", err)
@@ -103,8 +105,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			after = i
 		}
+	wait:
 		select {
-		case <-heads:
+		case c := <-heads:
+			if c.From == seen && !c.Workflows[wf] {
+				// The very next commit, and this workflow is not in it:
+				// nothing to read (every commit wakes every stream, so
+				// this keeps many streams cheap).
+				seen = c.Size
+				goto wait
+			}
 		case <-keepAlive.C:
 			if write(": keep-alive\n\n") != nil {
 				return
