@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/custodylog/custody/internal/textsafe"
 )
 
 // WriteText writes the verdict as a readable tree: one line per check,
@@ -53,21 +55,6 @@ func (v *Verdict) WriteText(w io.Writer) {
 	}
 }
 
-// escape makes untrusted text safe for a terminal: control characters and
-// bidirectional overrides are shown as escapes (DESIGN §1).
-func escape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\t':
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// escape makes untrusted text safe for a terminal: control and
+// bidirectional-override characters are shown as escapes (DESIGN §1).
+func escape(s string) string { return textsafe.Text(s) }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/custodylog/custody/internal/textsafe"
 	"io"
 	"os"
 	"slices"
@@ -130,29 +131,7 @@ func utf16Surrogates(r rune) (rune, rune) {
 
 // safeText returns s for a line of human output: dangerous runes and
 // invalid UTF-8 are escaped (\n, \u202e, \xff), everything else is kept.
-func safeText(s string) string {
-	if !strings.ContainsFunc(s, dangerous) && utf8.ValidString(s) {
-		return s
-	}
-	var b bytes.Buffer
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case dangerous(r):
-			writeEscape(&b, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
+func safeText(s string) string { return textsafe.Text(s) }
 
 // canonicalSet sorts and deduplicates a set of patterns given on the
 // command line; nil when empty (an absent set).
