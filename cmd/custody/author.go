@@ -114,6 +114,19 @@ func (a *authoring) entry(flag, id string, kinds ...statement.Kind) (*ledger.Ent
 }
 
 // id returns --id or a fresh one.
+// workflow returns --workflow, or else the workflow of the entry the id in
+// --flag names (which must be of one of kinds).
+func (a *authoring) workflow(c *cli.Command, flag string, kinds ...statement.Kind) (string, error) {
+	if wf := c.String("workflow"); wf != "" {
+		return wf, nil
+	}
+	e, err := a.entry(flag, c.String(flag), kinds...)
+	if err != nil {
+		return "", err
+	}
+	return e.Statement.WorkflowID(), nil
+}
+
 func (a *authoring) id(prefix string) string {
 	if id := a.c.String("id"); id != "" {
 		return id
@@ -655,13 +668,9 @@ Example:
 				return err
 			}
 			defer a.close()
-			wf := c.String("workflow")
-			if wf == "" {
-				e, err := a.entry("stop-ref", c.String("stop-ref"), statement.Stop)
-				if err != nil {
-					return err
-				}
-				wf = e.Statement.WorkflowID()
+			wf, err := a.workflow(c, "stop-ref", statement.Stop)
+			if err != nil {
+				return err
 			}
 			h, err := a.header(statement.Resume)
 			if err != nil {
@@ -697,13 +706,9 @@ Example:
 				return err
 			}
 			defer a.close()
-			wf := c.String("workflow")
-			if wf == "" {
-				e, err := a.entry("target", c.String("target"), statement.Confirm, statement.Delegate)
-				if err != nil {
-					return err
-				}
-				wf = e.Statement.WorkflowID()
+			wf, err := a.workflow(c, "target", statement.Confirm, statement.Delegate)
+			if err != nil {
+				return err
 			}
 			h, err := a.header(statement.Revoke)
 			if err != nil {
