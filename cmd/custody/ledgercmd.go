@@ -535,17 +535,10 @@ Example:
 			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
 			jsonFlag(),
 		),
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			l, err := openStore(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
 			h := l.Head()
 			w := c.Root().Writer
+			var err error
 			switch {
 			case c.Bool("json"):
 				return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
@@ -556,7 +549,7 @@ Example:
 				_, err = w.Write(h.Checkpoint)
 			}
 			return err
-		},
+		}),
 	}
 }
 
@@ -611,15 +604,7 @@ Example:
 			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
 			jsonFlag(),
 		),
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			l, err := openStore(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
 			head := l.Head()
 			index, size := c.Uint64("index"), c.Uint64("size")
 			if !c.IsSet("size") {
@@ -648,7 +633,7 @@ Example:
 				out.Checkpoint = string(head.Checkpoint)
 			}
 			return writeJSON(c.Root().Writer, out)
-		},
+		}),
 	}
 }
 
@@ -678,15 +663,7 @@ Example:
 			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
 			jsonFlag(),
 		),
-		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			l, err := openStore(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
+		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
 			from, to := c.Uint64("from"), c.Uint64("to")
 			if !c.IsSet("to") {
 				to = l.Head().Size
@@ -707,7 +684,7 @@ Example:
 				return err
 			}
 			return writeJSON(c.Root().Writer, consistencyInfo{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
-		},
+		}),
 	}
 }
 
@@ -794,4 +771,20 @@ func keyName(l logStore, pub ed25519.PublicKey) (string, error) {
 		return "", nil
 	}
 	return rec.Name, nil
+}
+
+// readAction is the action of a reading command that takes no arguments:
+// it opens the ledger (--dir or --ledger), runs f, and closes it.
+func readAction(f func(ctx context.Context, c *cli.Command, l logStore) error) cli.ActionFunc {
+	return func(ctx context.Context, c *cli.Command) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		l, err := openStore(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return f(ctx, c, l)
+	}
 }
