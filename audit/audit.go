@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -122,12 +120,11 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 	if o.MaxFlags <= 0 {
 		o.MaxFlags = 100
 	}
-	vkey := strings.TrimSpace(o.VerifierKey)
-	v, err := note.NewVerifier(vkey)
+	ks, err := merkle.ParseKeySet(o.VerifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
 	}
-	origin := v.Name()
+	vkey, origin := ks.String(), ks.Origin()
 	r := &Report{Origin: origin, StateRecords: -1, Findings: []Finding{}}
 
 	cpText := o.Checkpoint
@@ -153,9 +150,7 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 		r.add(Finding{Check: CheckCheckpoint, Detail: "the checkpoint is of the empty tree: a custody log starts with GENESIS"})
 		return r.finish(start), nil
 	}
-	logPub, _ := verifierPublic(vkey)
-
-	a := &auditor{r: r, o: o, size: cp.Size, origin: origin, logPub: logPub,
+	a := &auditor{r: r, o: o, size: cp.Size, origin: origin, logKeys: ks,
 		store: authority.MemStore{}, keys: map[string]ed25519.PublicKey{}}
 	a.engine = authority.New(a.store)
 
@@ -368,13 +363,13 @@ func tileFirstLeaf(t merkle.Tile) *uint64 { return nodeFirstLeaf(t.Level, t.Inde
 
 // auditor re-decides every leaf.
 type auditor struct {
-	r      *Report
-	o      Options
-	size   uint64
-	origin string
-	logPub ed25519.PublicKey
-	engine *authority.Engine
-	store  authority.MemStore
+	r       *Report
+	o       Options
+	size    uint64
+	origin  string
+	logKeys *merkle.KeySet
+	engine  *authority.Engine
+	store   authority.MemStore
 	// keys holds every key binding seen, so that envelopes can still be
 	// checked after the replay stopped.
 	keys    map[string]ed25519.PublicKey
@@ -456,7 +451,7 @@ func (a *auditor) learn(index uint64, st statement.Statement) {
 			a.keys[sign.KeyID(pub)] = pub
 		}
 		pub, err := s.LogPublicKey()
-		if err != nil || !bytes.Equal(pub, a.logPub) || s.Log != a.origin {
+		if err != nil || !a.logKeys.Has(pub) || s.Log != a.origin {
 			a.r.add(Finding{Check: CheckGenesis, Index: at(index), Detail: fmt.Sprintf("GENESIS names log %q with log_key %q; the audit was given the key of %q", s.Log, s.LogKey, a.origin)})
 		}
 		if err == nil {
@@ -620,11 +615,4 @@ func parseUnverified(text []byte, origin string) (merkle.Checkpoint, error) {
 		return merkle.Checkpoint{}, errors.New("root is not a base64 SHA-256 hash")
 	}
 	return merkle.Checkpoint{Origin: origin, Size: size, Root: merkle.Hash(root)}, nil
-}
-
-// verifierPublic extracts the Ed25519 key of a signed-note verifier key,
-// as GENESIS's log_key is read.
-func verifierPublic(vkey string) (ed25519.PublicKey, error) {
-	g := statement.GenesisDoc{LogKey: vkey}
-	return g.LogPublicKey()
 }

@@ -3,9 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"strings"
-
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custodylog/custody/merkle"
 )
@@ -47,12 +44,11 @@ type WatchResult struct {
 // could not look (the network, an unreadable old checkpoint); what it saw
 // is in the result, with Alert set for anything that breaks append-only.
 func Watch(ctx context.Context, f Fetcher, vkey string, old []byte) (*WatchResult, error) {
-	vkey = strings.TrimSpace(vkey)
-	v, err := note.NewVerifier(vkey)
+	ks, err := merkle.ParseKeySet(vkey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
 	}
-	origin := v.Name()
+	vkey, origin := ks.String(), ks.Origin()
 	var o merkle.Checkpoint
 	if old != nil {
 		if o, err = merkle.OpenCheckpoint(old, origin, vkey); err != nil {

@@ -163,7 +163,7 @@ func (c *Client) verifyAnswer(doc *api.AppendResponse, own *sign.Parsed, status 
 	if env.PayloadType != statement.Denial.PayloadType() {
 		return nil, unverified("leaf %d is a %s, not a DENIAL", doc.Index, env.PayloadType)
 	}
-	if err := env.Verify(c.logPub); err != nil {
+	if err := c.verifyLogSigned(env); err != nil {
 		return nil, unverified("DENIAL %d is not signed by the log key: %v", doc.Index, err)
 	}
 	st, err := statement.Parse(statement.Denial, env.Payload)

@@ -22,7 +22,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,11 +33,9 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
-	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/sign"
 )
 
 // Options tune a Client. The zero value is sensible.
@@ -62,7 +59,7 @@ type Client struct {
 	base   string // without a trailing slash
 	vkey   string
 	origin string
-	logPub ed25519.PublicKey
+	keys   *merkle.KeySet
 	hc     *http.Client
 	opts   Options
 
@@ -72,8 +69,9 @@ type Client struct {
 
 // New returns a client of the server at baseURL (like
 // http://127.0.0.1:8080) for the log whose checkpoint verifier key is
-// verifierKey (custody checkpoint --key). Get the key out of band: it is
-// what every answer is checked against.
+// verifierKey (custody checkpoint --key): one key, or after a checkpoint
+// key rotation the log's key set, one key a line. Get it out of band: it
+// is what every answer is checked against.
 func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	var o Options
 	if opts != nil {
@@ -94,16 +92,11 @@ func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: ledger URL %q: want http://host:port or https://host", baseURL)
 	}
-	verifierKey = strings.TrimSpace(verifierKey)
-	v, err := note.NewVerifier(verifierKey)
+	ks, err := merkle.ParseKeySet(verifierKey)
 	if err != nil {
-		return nil, fmt.Errorf("client: %q is not a checkpoint verifier key: %v", verifierKey, err)
+		return nil, fmt.Errorf("client: checkpoint verifier key: %v", err)
 	}
-	pub, err := (&statement.GenesisDoc{LogKey: verifierKey}).LogPublicKey()
-	if err != nil {
-		return nil, fmt.Errorf("client: verifier key: %w", err)
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), vkey: verifierKey, origin: v.Name(), logPub: pub,
+	return &Client{base: strings.TrimRight(baseURL, "/"), vkey: ks.String(), origin: ks.Origin(), keys: ks,
 		hc: o.HTTPClient, opts: o, cps: map[string]merkle.Checkpoint{}}, nil
 }
 
@@ -294,4 +287,31 @@ func parseHashes(in []string) ([]merkle.Hash, error) {
 		out[i] = h
 	}
 	return out, nil
+}
+
+// verifyLogSigned checks a DENIAL's signature: the log key GENESIS binds
+// signs DENIALs, and it is one of the keys the client holds.
+func (c *Client) verifyLogSigned(env *sign.Parsed) error {
+	var err error
+	for _, pub := range c.keys.PublicKeys() {
+		if err = env.Verify(pub); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// signsWithKnownKey reports whether a key set the server names signs its
+// checkpoints with a key the client trusts.
+func (c *Client) signsWithKnownKey(serverKeys string) bool {
+	ks, err := merkle.ParseKeySet(serverKeys)
+	if err != nil {
+		return false
+	}
+	for _, vk := range ks.Current() {
+		if c.keys.Contains(vk) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,7 +30,7 @@ func (c *Client) Log(ctx context.Context) (*api.Log, error) {
 	if err := c.getJSON(ctx, api.PathLog, &out); err != nil {
 		return nil, err
 	}
-	if out.VerifierKey != c.vkey || out.Origin != c.origin {
+	if out.Origin != c.origin || !c.signsWithKnownKey(out.VerifierKey) {
 		return nil, unverified("the server serves log %s (key %s), not %s", out.Origin, out.VerifierKey, c.vkey)
 	}
 	return &out, nil

@@ -95,7 +95,7 @@ func Init(dir, origin string, o InitOptions) (*Ledger, error) {
 	}
 	o.Options.defaults()
 	created = append(created, filepath.Join(dir, "db"))
-	l, err := open(dir, origin, o.LogKey, o.Options)
+	l, err := open(dir, origin, oneKey(o.LogKey), o.Options)
 	if err != nil {
 		cleanup()
 		return nil, err

@@ -97,22 +97,49 @@ func (o *Options) defaults() {
 
 // config is the data folder's custody.json.
 type config struct {
-	Origin  string `json:"origin"`
-	LogKey  string `json:"log_key"` // path of the log's private key, relative to the folder or absolute
-	Created string `json:"created"`
+	Origin string `json:"origin"`
+	// LogKey is the path of the log's private key, relative to the folder
+	// or absolute: the key GENESIS binds, which signs DENIALs, and
+	// checkpoints too unless CheckpointKeys says otherwise.
+	LogKey string `json:"log_key"`
+	// CheckpointKeys are the key files that sign every checkpoint, in
+	// order (absent: the log key alone). A rotation adds the new key here,
+	// then drops the old one (see RotateCheckpointKey).
+	CheckpointKeys []string `json:"checkpoint_keys,omitempty"`
+	// RetiredKeys are checkpoint keys no longer in use, each with the
+	// largest tree size it signed: verifiers keep them, bounded, so old
+	// checkpoints still verify.
+	RetiredKeys []retiredKey `json:"retired_checkpoint_keys,omitempty"`
+	Created     string       `json:"created,omitempty"`
+}
+
+type retiredKey struct {
+	VerifierKey string `json:"verifier_key"`
+	MaxSize     uint64 `json:"max_size"`
+}
+
+// keyring is what an open ledger signs with.
+type keyring struct {
+	log        ed25519.PrivateKey   // GENESIS's log key: DENIALs
+	checkpoint []ed25519.PrivateKey // every checkpoint, in order
+	retired    []retiredKey
 }
 
 const configName = "custody.json"
 
 // Ledger is an open log. Its methods are safe for concurrent use.
 type Ledger struct {
-	dir    string
-	origin string
-	opts   Options
-	db     *badger.DB
-	logKey ed25519.PrivateKey
-	signer note.Signer
-	vkey   string // the checkpoint verifier key
+	dir     string
+	origin  string
+	opts    Options
+	db      *badger.DB
+	logKey  ed25519.PrivateKey
+	signer  note.Signer   // the first checkpoint key
+	signers []note.Signer // the others, during a rotation
+	keySet  *merkle.KeySet
+	vkey    string // keySet, as text: what verifiers need
+	retired []retiredKey
+	ckeys   []ed25519.PrivateKey
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
@@ -164,18 +191,49 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("ledger config %s: %w", filepath.Join(dir, configName), err)
 	}
-	keyPath := cfg.LogKey
-	if !filepath.IsAbs(keyPath) {
-		keyPath = filepath.Join(dir, keyPath)
-	}
-	logKey, err := sign.ReadPrivateKeyFile(keyPath, opts.Passphrase)
+	kr, err := cfg.keyring(dir, opts.Passphrase)
 	if err != nil {
-		return nil, fmt.Errorf("reading the log key: %w", err)
+		return nil, err
 	}
-	return open(dir, cfg.Origin, logKey, opts)
+	return open(dir, cfg.Origin, kr, opts)
 }
 
-func open(dir, origin string, logKey ed25519.PrivateKey, opts Options) (*Ledger, error) {
+// keyring reads the key files the config names.
+func (cfg *config) keyring(dir string, passphrase func() ([]byte, error)) (keyring, error) {
+	read := func(what, path string) (ed25519.PrivateKey, error) {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		k, err := sign.ReadPrivateKeyFile(path, passphrase)
+		if err != nil {
+			return nil, fmt.Errorf("reading the %s: %w", what, err)
+		}
+		return k, nil
+	}
+	var kr keyring
+	var err error
+	if kr.log, err = read("log key", cfg.LogKey); err != nil {
+		return kr, err
+	}
+	for _, p := range cfg.CheckpointKeys {
+		if p == cfg.LogKey {
+			kr.checkpoint = append(kr.checkpoint, kr.log)
+			continue
+		}
+		k, err := read("checkpoint key", p)
+		if err != nil {
+			return kr, err
+		}
+		kr.checkpoint = append(kr.checkpoint, k)
+	}
+	if len(kr.checkpoint) == 0 {
+		kr.checkpoint = []ed25519.PrivateKey{kr.log}
+	}
+	kr.retired = cfg.RetiredKeys
+	return kr, nil
+}
+
+func open(dir, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
 	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), opts))
 	if err != nil {
@@ -184,7 +242,7 @@ func open(dir, origin string, logKey ed25519.PrivateKey, opts Options) (*Ledger,
 		}
 		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
 	}
-	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, logKey: logKey,
+	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, logKey: kr.log, ckeys: kr.checkpoint, retired: kr.retired,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst)}
 	if err := l.load(); err != nil {
@@ -203,13 +261,10 @@ func open(dir, origin string, logKey ed25519.PrivateKey, opts Options) (*Ledger,
 // load reads the tree head and prepares the builder, engine and prover.
 // Its cost does not depend on the log's size.
 func (l *Ledger) load() error {
+	if err := l.loadKeys(); err != nil {
+		return err
+	}
 	var err error
-	if l.signer, err = merkle.NewSigner(l.origin, l.logKey); err != nil {
-		return fmt.Errorf("log key: %w", err)
-	}
-	if l.vkey, err = merkle.VerifierKey(l.origin, l.logKey.Public().(ed25519.PublicKey)); err != nil {
-		return fmt.Errorf("log key: %w", err)
-	}
 	var edgeBytes, cp, origin []byte
 	err = l.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -242,12 +297,19 @@ func (l *Ledger) load() error {
 	l.engine = authority.New(badgerStore{l.db})
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
 	if cp != nil {
-		c, err := merkle.OpenCheckpoint(cp, l.origin, l.vkey)
+		c, err := l.keySet.Open(cp)
 		if err != nil {
 			return fmt.Errorf("stored checkpoint: %w", err)
 		}
 		if c.Size != h.Size || c.Root != h.Root {
 			return fmt.Errorf("stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, h.Size)
+		}
+		// After a change of checkpoint keys, the head is signed again by
+		// the keys now in use (the same size and root: nothing a reader
+		// saw before is contradicted). Ed25519 is deterministic, so an
+		// unchanged key list gives the same bytes and writes nothing.
+		if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
+			return err
 		}
 	}
 	l.head.Store(h)

@@ -486,7 +486,7 @@ func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error
 		return fmt.Errorf("extending the tree: %w", err)
 	}
 	size, root := l.builder.Size(), l.builder.Root()
-	cp, err := merkle.SignCheckpoint(l.origin, size, root, l.signer)
+	cp, err := l.signCheckpoint(size, root)
 	if err != nil {
 		return fmt.Errorf("signing the checkpoint: %w", err)
 	}

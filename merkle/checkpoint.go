@@ -82,17 +82,21 @@ func isValidKeyName(name string) bool {
 }
 
 // SignCheckpoint returns the C2SP tlog-checkpoint for the tree of the given
-// size and root, signed as a C2SP signed note by signer, whose key name must
-// be the origin ([ErrWrongOrigin] otherwise).
-func SignCheckpoint(origin string, size uint64, root Hash, signer note.Signer) ([]byte, error) {
+// size and root, signed as a C2SP signed note by signer and any cosigners
+// (during a checkpoint key rotation the old and new keys both sign). Every
+// signer's key name must be the origin ([ErrWrongOrigin] otherwise).
+func SignCheckpoint(origin string, size uint64, root Hash, signer note.Signer, cosigners ...note.Signer) ([]byte, error) {
 	if !isValidKeyName(origin) {
 		return nil, fmt.Errorf("merkle: invalid checkpoint origin %q", origin)
 	}
-	if signer.Name() != origin {
-		return nil, fmt.Errorf("%w: signer key name %q, origin %q", ErrWrongOrigin, signer.Name(), origin)
+	signers := append([]note.Signer{signer}, cosigners...)
+	for _, s := range signers {
+		if s.Name() != origin {
+			return nil, fmt.Errorf("%w: signer key name %q, origin %q", ErrWrongOrigin, s.Name(), origin)
+		}
 	}
 	body := log.Checkpoint{Origin: origin, Size: size, Hash: root[:]}.Marshal()
-	msg, err := note.Sign(&note.Note{Text: string(body)}, signer)
+	msg, err := note.Sign(&note.Note{Text: string(body)}, signers...)
 	if err != nil {
 		return nil, fmt.Errorf("merkle: couldn't sign checkpoint: %w", err)
 	}
@@ -100,27 +104,52 @@ func SignCheckpoint(origin string, size uint64, root Hash, signer note.Signer) (
 }
 
 // OpenCheckpoint verifies a signed checkpoint of the log with the given
-// origin and signed-note verifier key (whose name must be the origin), and
-// returns its content.
+// origin and returns its content. verifierKeys is the log's key set in the
+// text form [ParseKeySet] reads: a single signed-note verifier key (whose
+// name must be the origin) for a log that never rotated its checkpoint key,
+// or one key a line after a rotation.
 //
 // Signatures by other keys (witness cosignatures) are ignored: they neither
 // help nor hurt. It returns an error wrapping [ErrUnsignedCheckpoint] if no
-// valid signature by the log key is present (or the log key's signature is
-// invalid), [ErrWrongOrigin] if the checkpoint or key names another log, and
+// valid signature by a key of the set is present (or one of them is
+// invalid, or only retired keys signed a checkpoint larger than they may
+// sign), [ErrWrongOrigin] if the checkpoint or a key names another log, and
 // [ErrMalformedCheckpoint] if the signed body is not exactly the three lines
 // this log writes (canonical decimal size, canonical base64 of a 32-byte
 // root, no extension lines).
-func OpenCheckpoint(text []byte, origin string, verifierKey string) (Checkpoint, error) {
-	v, err := note.NewVerifier(verifierKey)
+func OpenCheckpoint(text []byte, origin string, verifierKeys string) (Checkpoint, error) {
+	ks, err := ParseKeySet(verifierKeys)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("merkle: invalid verifier key %q: %w", verifierKey, err)
+		return Checkpoint{}, err
 	}
-	if v.Name() != origin {
-		return Checkpoint{}, fmt.Errorf("%w: verifier key is for %q, want %q", ErrWrongOrigin, v.Name(), origin)
+	if ks.Origin() != origin {
+		return Checkpoint{}, fmt.Errorf("%w: verifier key is for %q, want %q", ErrWrongOrigin, ks.Origin(), origin)
 	}
-	cp, _, n, err := log.ParseCheckpoint(text, origin, v)
+	return ks.Open(text)
+}
+
+// Open verifies a signed checkpoint against the key set; see
+// [OpenCheckpoint].
+func (ks *KeySet) Open(text []byte) (Checkpoint, error) {
+	vs := make([]note.Verifier, len(ks.keys))
+	for i, k := range ks.keys {
+		vs[i] = k.verifier
+	}
+	origin := ks.origin
+	n, err := note.Open(text, note.VerifierList(vs...))
 	if err != nil {
-		return Checkpoint{}, classifyOpenError(text, origin, v, err)
+		return Checkpoint{}, classifyOpenError(ks, err)
+	}
+	var cp log.Checkpoint
+	rest, err := cp.Unmarshal([]byte(n.Text))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
+	}
+	if cp.Origin != origin {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint origin %q, want %q", ErrWrongOrigin, cp.Origin, origin)
+	}
+	if len(rest) != 0 {
+		return Checkpoint{}, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
 	}
 	if len(cp.Hash) != HashSize {
 		return Checkpoint{}, fmt.Errorf("%w: root hash is %d bytes, want %d", ErrMalformedCheckpoint, len(cp.Hash), HashSize)
@@ -131,25 +160,32 @@ func OpenCheckpoint(text []byte, origin string, verifierKey string) (Checkpoint,
 	if canon := (log.Checkpoint{Origin: c.Origin, Size: c.Size, Hash: c.Root[:]}).Marshal(); !bytes.Equal(canon, []byte(n.Text)) {
 		return Checkpoint{}, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
 	}
-	return c, nil
+	// A retired key vouches only for the checkpoints it signed before it
+	// was retired: one of at most its size.
+	var retired []string
+	for _, sig := range n.Sigs {
+		k := ks.find(sig.Name, sig.Hash)
+		if k == nil {
+			continue
+		}
+		if k.maxSize == nil || c.Size <= *k.maxSize {
+			return c, nil
+		}
+		retired = append(retired, fmt.Sprintf("%s+%08x (retired at size %d)", sig.Name, sig.Hash, *k.maxSize))
+	}
+	return Checkpoint{}, fmt.Errorf("%w: a checkpoint of size %d is signed only by %s", ErrUnsignedCheckpoint, c.Size, strings.Join(retired, ", "))
 }
 
-// classifyOpenError turns a failure of log.ParseCheckpoint, which does not
-// wrap its causes, into one of this package's sentinels.
-func classifyOpenError(text []byte, origin string, v note.Verifier, err error) error {
-	n, oerr := note.Open(text, note.VerifierList(v))
+// classifyOpenError turns a failure of note.Open into one of this
+// package's sentinels.
+func classifyOpenError(ks *KeySet, oerr error) error {
 	var unverified *note.UnverifiedNoteError
 	var invalid *note.InvalidSignatureError
 	switch {
 	case errors.As(oerr, &unverified):
-		return fmt.Errorf("%w: no signature by %s+%08x", ErrUnsignedCheckpoint, v.Name(), v.KeyHash())
+		return fmt.Errorf("%w: no signature by %s", ErrUnsignedCheckpoint, ks.names())
 	case errors.As(oerr, &invalid):
-		return fmt.Errorf("%w: invalid signature by %s+%08x", ErrUnsignedCheckpoint, v.Name(), v.KeyHash())
-	case oerr != nil:
-		return fmt.Errorf("%w: %v", ErrMalformedCheckpoint, oerr)
+		return fmt.Errorf("%w: invalid signature by %s+%08x", ErrUnsignedCheckpoint, invalid.Name, invalid.Hash)
 	}
-	if first, _, _ := strings.Cut(n.Text, "\n"); first != origin {
-		return fmt.Errorf("%w: checkpoint origin %q, want %q", ErrWrongOrigin, first, origin)
-	}
-	return fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
+	return fmt.Errorf("%w: %v", ErrMalformedCheckpoint, oerr)
 }

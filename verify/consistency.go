@@ -33,10 +33,11 @@ func ParseHashes(data []byte) ([]merkle.Hash, error) {
 // VerifyConsistency checks that the tree of checkpoint newer extends the
 // tree of checkpoint older, both signed by the log key, with proof.
 func VerifyConsistency(older, newer []byte, hashes []merkle.Hash, verifierKey string) (*Verdict, error) {
-	verifierKey = strings.TrimSpace(verifierKey)
-	if _, err := verifierPublicKey(verifierKey); err != nil {
-		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
+	ks, err := keySet(verifierKey)
+	if err != nil {
+		return nil, err
 	}
+	verifierKey = ks.String()
 	origin := CheckpointOrigin(older)
 	v := &Verdict{Valid: true, Origin: origin}
 	o, err := merkle.OpenCheckpoint(older, origin, verifierKey)
@@ -77,10 +78,11 @@ func NewTLogProof(index uint64, leaf []byte, hashes []merkle.Hash, checkpoint []
 // checkpoint signature and the inclusion of the leaf it carries. It cannot
 // re-check authority (one entry is not a history); use a bundle for that.
 func VerifyTLogProof(data []byte, verifierKey string) (*Verdict, error) {
-	verifierKey = strings.TrimSpace(verifierKey)
-	if _, err := verifierPublicKey(verifierKey); err != nil {
-		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
+	ks, err := keySet(verifierKey)
+	if err != nil {
+		return nil, err
 	}
+	verifierKey = ks.String()
 	var p proof.TLogProof
 	if err := p.Unmarshal(data); err != nil {
 		return nil, fmt.Errorf("%w: tlog-proof: %v", ErrUnusable, err)

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -88,21 +86,21 @@ func (e *entry) trust() bool { return e.kind == statement.Genesis || e.kind == s
 func idx(i uint64) *uint64 { return &i }
 
 // VerifyBundle checks a bundle against the log's checkpoint verifier key
-// (a signed-note verifier key string). It returns an error wrapping
+// (a signed-note verifier key string), or its key set after a checkpoint
+// key rotation (merkle.KeySet text, one key a line). It returns an error wrapping
 // ErrUnusable only when the inputs cannot be read at all; every other
 // problem is a failed check in an invalid Verdict.
 func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
-	verifierKey = strings.TrimSpace(verifierKey)
-	logPub, err := verifierPublicKey(verifierKey)
+	ks, err := keySet(verifierKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
+		return nil, err
 	}
 	v := &Verdict{Valid: true, Origin: b.Origin, Subject: b.Subject}
 
 	// 1. The checkpoint.
-	cp, err := merkle.OpenCheckpoint([]byte(b.Checkpoint), b.Origin, verifierKey)
+	cp, err := merkle.OpenCheckpoint([]byte(b.Checkpoint), b.Origin, ks.String())
 	if !v.add(Check{Name: "checkpoint signature", OK: err == nil, Detail: detail(err,
-		fmt.Sprintf("signed by the log key %s", short(verifierKey)))}) {
+		fmt.Sprintf("signed by the log key %s", describe(ks)))}) {
 		return v, nil
 	}
 	v.Size = cp.Size
@@ -145,7 +143,7 @@ func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
 	}
 
 	// 3. The subject, GENESIS, and the back-link chains.
-	if !v.add(structure(v, entries, b, logPub, verifierKey)) {
+	if !v.add(structure(v, entries, b, ks)) {
 		return v, nil
 	}
 
@@ -205,7 +203,7 @@ func decodeEntry(index uint64, raw []byte) *entry {
 }
 
 // structure checks the subject, GENESIS and both back-link chains.
-func structure(v *Verdict, entries []*entry, b *Bundle, logPub []byte, verifierKey string) Check {
+func structure(v *Verdict, entries []*entry, b *Bundle, ks *merkle.KeySet) Check {
 	c := Check{Name: "structure", OK: true}
 	fail := func(i *uint64, format string, args ...any) Check {
 		c.OK = false
@@ -228,12 +226,12 @@ func structure(v *Verdict, entries []*entry, b *Bundle, logPub []byte, verifierK
 	if subject.trust() {
 		v.Workflow = ""
 	}
-	// GENESIS: leaf 0, and its log_key is the key we were given.
+	// GENESIS: leaf 0, and its log_key is a key we were given.
 	g := byIndex[0]
 	if g == nil || g.kind != statement.Genesis {
 		return fail(idx(0), "the bundle does not start with GENESIS at index 0")
 	}
-	if err := checkGenesis(g, b.Origin, logPub, verifierKey); err != nil {
+	if err := checkGenesis(g, b.Origin, ks); err != nil {
 		return fail(idx(0), "%v", err)
 	}
 	// The trust chain: from the highest trust head back to 0, complete.
@@ -306,7 +304,7 @@ func structure(v *Verdict, entries []*entry, b *Bundle, logPub []byte, verifierK
 	return c
 }
 
-func checkGenesis(g *entry, origin string, logPub []byte, verifierKey string) error {
+func checkGenesis(g *entry, origin string, ks *merkle.KeySet) error {
 	env, err := sign.ParseEnvelope(g.leaf.Envelope)
 	if err != nil {
 		return fmt.Errorf("GENESIS envelope: %v", err)
@@ -323,21 +321,34 @@ func checkGenesis(g *entry, origin string, logPub []byte, verifierKey string) er
 	if err != nil {
 		return fmt.Errorf("GENESIS log_key: %v", err)
 	}
-	if string(pub) != string(logPub) {
-		return fmt.Errorf("GENESIS log_key %s is not the verifier key given (%s)", short(gd.LogKey), short(verifierKey))
+	if !ks.Has(pub) {
+		return fmt.Errorf("GENESIS log_key %s is not the verifier key given (%s)", short(gd.LogKey), describe(ks))
 	}
 	return nil
 }
 
-// verifierPublicKey checks a signed-note verifier key (an unreadable key
-// makes the input unusable, not the evidence invalid) and extracts its
-// Ed25519 key.
-func verifierPublicKey(vkey string) ([]byte, error) {
-	if _, err := note.NewVerifier(vkey); err != nil {
-		return nil, fmt.Errorf("%q is not a signed-note verifier key: %v", vkey, err)
+// keySet reads the verifier key, or key set, a caller gave; an unreadable
+// one makes the input unusable, not the evidence invalid.
+func keySet(vkey string) (*merkle.KeySet, error) {
+	ks, err := merkle.ParseKeySet(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: verifier key: %v", ErrUnusable, err)
 	}
-	g := statement.GenesisDoc{LogKey: vkey}
-	return g.LogPublicKey()
+	return ks, nil
+}
+
+// describe names a key set in a verdict: the key, or the keys after a
+// rotation.
+func describe(ks *merkle.KeySet) string {
+	if ks.Len() == 1 {
+		return short(ks.String())
+	}
+	cur := ks.Current()
+	parts := make([]string, len(cur))
+	for i, k := range cur {
+		parts[i] = short(k)
+	}
+	return fmt.Sprintf("%s (a set of %d keys, %d retired)", strings.Join(parts, ", "), ks.Len(), ks.Len()-len(cur))
 }
 
 func detail(err error, ok string) string {

@@ -524,7 +524,9 @@ func checkpointCommand() *cli.Command {
 the tree size and the root hash, signed by the log key. Every answer the
 ledger gives is included under a checkpoint. With --key it prints the
 signed-note verifier key instead, which is what an auditor needs to check
-checkpoints offline.
+checkpoints offline; after a checkpoint key rotation (custody key
+rotate-log) it prints the log's key set, one key a line, which --log-key
+takes as a file.
 
 Example:
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/mod/sumdb/note"
 
+	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/replay"
 	"github.com/custodylog/custody/verify"
@@ -96,23 +96,17 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	return localSource{l}, nil
 }
 
-// verifierKeyArg reads a signed-note verifier key given as a flag: the
-// key itself (<origin>+<hash>+<key>) or a file holding it.
+// verifierKeyArg reads the log's checkpoint verifier key given as a
+// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
+// after a checkpoint key rotation, the log's key set.
 func verifierKeyArg(c *cli.Command, flag string) (string, error) {
 	arg := strings.TrimSpace(c.String(flag))
 	if arg == "" {
 		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
 	}
-	if _, err := note.NewVerifier(arg); err == nil {
-		return arg, nil
-	}
-	data, err := os.ReadFile(arg)
+	k, err := verifycli.ReadKeySet(arg)
 	if err != nil {
-		return "", fmt.Errorf("--%s %q is neither a verifier key nor a readable file: %v", flag, safeText(arg), err)
-	}
-	k := strings.TrimSpace(string(data))
-	if _, err := note.NewVerifier(k); err != nil {
-		return "", fmt.Errorf("--%s file %s does not hold a signed-note verifier key (<origin>+<hash>+<key>)", flag, arg)
+		return "", fmt.Errorf("--%s %w", flag, err)
 	}
 	return k, nil
 }

@@ -25,8 +25,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/mod/sumdb/note"
 
+	"github.com/custodylog/custody/internal/textsafe"
+	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -225,29 +226,38 @@ func runConsistency(cmd *cli.Command, prog string) error {
 	return emit(cmd, v)
 }
 
-// logKey reads --log-key: a verifier key, or a file holding one.
+// logKey reads --log-key: a verifier key, or a file holding one or the
+// log's key set.
 func logKey(cmd *cli.Command, prog string) (string, error) {
 	arg := flagString(cmd, "log-key")
 	if arg == "" {
 		return "", usagef("--log-key VKEY is required: the log's checkpoint verifier key, or a file holding it (see %s --help)", prog)
 	}
-	if k := strings.TrimSpace(arg); isVerifierKey(k) {
-		return k, nil
-	}
-	data, err := os.ReadFile(arg)
+	k, err := ReadKeySet(arg)
 	if err != nil {
-		return "", emitUnusable(cmd, fmt.Errorf("--log-key %q is neither a verifier key nor a readable file: %v", arg, err))
-	}
-	k := strings.TrimSpace(string(data))
-	if !isVerifierKey(k) {
-		return "", emitUnusable(cmd, fmt.Errorf("--log-key file %s does not hold a signed-note verifier key (<origin>+<hash>+<key>)", arg))
+		return "", emitUnusable(cmd, fmt.Errorf("--log-key %w", err))
 	}
 	return k, nil
 }
 
-func isVerifierKey(s string) bool {
-	_, err := note.NewVerifier(s)
-	return err == nil
+// ReadKeySet reads the log's checkpoint keys as a flag gives them: a
+// signed-note verifier key (<origin>+<hash>+<key>), or a file holding one,
+// or holding the log's key set after a checkpoint key rotation (one key a
+// line, retired keys with max_size=N). It returns the set's text.
+func ReadKeySet(arg string) (string, error) {
+	arg = strings.TrimSpace(arg)
+	if ks, err := merkle.ParseKeySet(arg); err == nil {
+		return ks.String(), nil
+	}
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither a verifier key nor a readable file: %v", textsafe.Text(arg), err)
+	}
+	ks, err := merkle.ParseKeySet(string(data))
+	if err != nil {
+		return "", fmt.Errorf("file %s does not hold a signed-note verifier key (<origin>+<hash>+<key>), or a key set of them one a line: %v", textsafe.Text(arg), err)
+	}
+	return ks.String(), nil
 }
 
 // readInput reads a named file, or standard input for "-".

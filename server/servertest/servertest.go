@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,6 +60,44 @@ func Start(t testing.TB, opts server.Options) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, dir, l, adminPriv, opts)
+}
+
+// StartRotated is Start for a log whose checkpoint key was rotated right
+// after GENESIS: the log key, bound in GENESIS, is retired at size 1 and a
+// new key signs checkpoints. VKey is the log's key set.
+func StartRotated(t testing.TB, opts server.Options) *Log {
+	t.Helper()
+	dir := t.TempDir()
+	_, adminPriv, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Init(dir, Origin, ledger.InitOptions{AdminKey: adminPriv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, priv, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sign.WritePrivateKeyFile(filepath.Join(dir, "keys", "checkpoint-2.key"), priv, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.RotateCheckpointKey(dir, "keys/checkpoint-2.key", ledger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.FinishRotation(dir, ledger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = ledger.Open(dir, ledger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, dir, l, adminPriv, opts)
+}
+
+func serve(t testing.TB, dir string, l *ledger.Ledger, adminPriv ed25519.PrivateKey, opts server.Options) *Log {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

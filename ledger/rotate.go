@@ -1,0 +1,244 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+)
+
+// Checkpoint key rotation.
+//
+// GENESIS binds the log key for ever (DESIGN §2): it signs the ledger's
+// DENIALs and, until a rotation, every checkpoint. What rotates is the
+// checkpoint key alone. A rotation has two steps, each a short offline
+// operation on the data folder:
+//
+//  1. RotateCheckpointKey adds a new key: from then on every checkpoint is
+//     signed by the old and the new key, so readers that know either key
+//     keep verifying while the new key is handed out.
+//  2. FinishRotation drops the old keys: checkpoints are signed by the new
+//     key alone, and each old key is retired with the largest tree size it
+//     signed (max_size), so checkpoints it signed still verify and a thief
+//     of it cannot sign the log as it grows.
+//
+// Verifiers hold the key set (merkle.KeySet) that Ledger.VerifierKey
+// returns and `custody checkpoint --key` prints.
+
+// oneKey is the keyring of a log that signs checkpoints with its log key.
+func oneKey(k ed25519.PrivateKey) keyring {
+	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k}}
+}
+
+// loadKeys prepares the checkpoint signers and the key set verifiers need.
+func (l *Ledger) loadKeys() error {
+	l.signer, l.signers = nil, nil
+	var lines []string
+	for i, k := range l.ckeys {
+		s, err := merkle.NewSigner(l.origin, k)
+		if err != nil {
+			return fmt.Errorf("checkpoint key %d: %w", i+1, err)
+		}
+		vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
+		if err != nil {
+			return fmt.Errorf("checkpoint key %d: %w", i+1, err)
+		}
+		if i == 0 {
+			l.signer = s
+		} else {
+			l.signers = append(l.signers, s)
+		}
+		lines = append(lines, vk)
+	}
+	for _, r := range l.retired {
+		lines = append(lines, fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize))
+	}
+	if len(l.logKey) != ed25519.PrivateKeySize {
+		return errors.New("log key: not an Ed25519 private key")
+	}
+	ks, err := merkle.ParseKeySet(strings.Join(lines, "\n"))
+	if err != nil {
+		return fmt.Errorf("checkpoint keys: %w", err)
+	}
+	if ks.Origin() != l.origin {
+		return fmt.Errorf("checkpoint keys are for %q, the log is %q", ks.Origin(), l.origin)
+	}
+	// GENESIS binds the log key as the log's verifier key; readers check
+	// it is in the set they hold, so it must never leave it.
+	if !ks.Has(l.logKey.Public().(ed25519.PublicKey)) {
+		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
+	}
+	l.keySet, l.vkey = ks, ks.String()
+	return nil
+}
+
+// signCheckpoint signs a tree head with every checkpoint key.
+func (l *Ledger) signCheckpoint(size uint64, root merkle.Hash) ([]byte, error) {
+	return merkle.SignCheckpoint(l.origin, size, root, l.signer, l.signers...)
+}
+
+// resign returns the stored checkpoint cp signed by the current checkpoint
+// keys, storing it if that differs from cp.
+func (l *Ledger) resign(size uint64, root merkle.Hash, cp []byte) ([]byte, error) {
+	fresh, err := l.signCheckpoint(size, root)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(fresh, cp) {
+		return cp, nil
+	}
+	err = l.db.Update(func(txn *badger.Txn) error { return txn.Set(kCheckpoint, fresh) })
+	if err != nil {
+		return nil, fmt.Errorf("storing the checkpoint signed by the new checkpoint keys: %w", err)
+	}
+	return fresh, nil
+}
+
+// Rotation reports a step of a checkpoint key rotation.
+type Rotation struct {
+	Origin string
+	// Size is the tree size of the head signed again by the new keys.
+	Size uint64
+	// Keys is the key set verifiers need from now on (merkle.KeySet text).
+	Keys string
+	// Signing lists the verifier keys that sign checkpoints now; Retired
+	// those this step retired, with the size they stop at.
+	Signing []string
+	Retired []string
+	// Checkpoint is the head's checkpoint, signed by the keys now in use.
+	Checkpoint []byte
+	// KeyFile is the new key's file (RotateCheckpointKey only).
+	KeyFile string
+}
+
+// RotateCheckpointKey starts a checkpoint key rotation of the ledger in
+// dir, which must not be open elsewhere: the key in keyFile (a path
+// relative to dir, or absolute) joins the checkpoint keys, and the current
+// head is signed again by all of them. keyFile must hold a key the log has
+// never used for anything. Finish the rotation with FinishRotation once
+// verifiers hold the new key.
+func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
+	return changeKeys(dir, opts, func(l *Ledger, cfg *config) error {
+		if len(l.ckeys) > 1 {
+			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.ckeys))
+		}
+		path := keyFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		k, err := sign.ReadPrivateKeyFile(path, opts.Passphrase)
+		if err != nil {
+			return fmt.Errorf("reading the new checkpoint key: %w", err)
+		}
+		pub := k.Public().(ed25519.PublicKey)
+		if l.keySet.Has(pub) || pub.Equal(l.logKey.Public()) {
+			return fmt.Errorf("%s holds a key this log has used for checkpoints already: a rotation needs a new key", keyFile)
+		}
+		if rec, err := l.KeyBinding(sign.KeyID(pub)); err != nil {
+			return err
+		} else if rec != nil {
+			return fmt.Errorf("%s holds a key the log binds already (as %s %q): a key has one role", keyFile, rec.Role, rec.Name)
+		}
+		if len(cfg.CheckpointKeys) == 0 {
+			cfg.CheckpointKeys = []string{cfg.LogKey}
+		}
+		cfg.CheckpointKeys = append(cfg.CheckpointKeys, keyFile)
+		return nil
+	})
+}
+
+// FinishRotation ends the rotation RotateCheckpointKey started: the newest
+// checkpoint key signs alone from now on, and the others are retired at
+// the current tree size.
+func FinishRotation(dir string, opts Options) (*Rotation, error) {
+	return changeKeys(dir, opts, func(l *Ledger, cfg *config) error {
+		if len(cfg.CheckpointKeys) < 2 {
+			return errors.New("no rotation is under way (one checkpoint key); start one with a new key first")
+		}
+		size := l.Head().Size
+		last := len(cfg.CheckpointKeys) - 1
+		for _, k := range l.ckeys[:last] {
+			vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
+			if err != nil {
+				return err
+			}
+			cfg.RetiredKeys = append(cfg.RetiredKeys, retiredKey{VerifierKey: vk, MaxSize: size})
+		}
+		cfg.CheckpointKeys = cfg.CheckpointKeys[last:]
+		return nil
+	})
+}
+
+// changeKeys opens the ledger (so no other process has it), lets change
+// edit its config, writes the config, and opens it again, which signs the
+// head with the keys the new config names.
+func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (*Rotation, error) {
+	cfgPath := filepath.Join(dir, configName)
+	l, err := Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	var cfg config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("ledger config %s: %w", cfgPath, err)
+	}
+	before := l.keySet
+	if err := change(l, &cfg); err != nil {
+		l.Close()
+		return nil, err
+	}
+	// Check the new config's keys before writing it.
+	if _, err := cfg.keyring(dir, opts.Passphrase); err != nil {
+		l.Close()
+		return nil, err
+	}
+	out, _ := json.MarshalIndent(cfg, "", "  ")
+	tmp := cfgPath + ".new"
+	os.Remove(tmp)
+	if err := writeFileSync(tmp, append(out, '\n'), 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, cfgPath); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.Close(); err != nil {
+		return nil, err
+	}
+	if l, err = Open(dir, opts); err != nil {
+		return nil, fmt.Errorf("the config names the new keys, but the ledger does not open with them: %w", err)
+	}
+	defer l.Close()
+	h := l.Head()
+	r := &Rotation{Origin: l.origin, Size: h.Size, Keys: l.vkey, Signing: l.keySet.Current(), Checkpoint: h.Checkpoint}
+	if len(cfg.CheckpointKeys) > 0 {
+		r.KeyFile = cfg.CheckpointKeys[len(cfg.CheckpointKeys)-1]
+	}
+	for _, vk := range before.Current() {
+		if !slices.Contains(r.Signing, vk) {
+			r.Retired = append(r.Retired, vk)
+		}
+	}
+	return r, nil
+}
