@@ -51,22 +51,12 @@ type Log struct {
 // random port). Everything is closed when the test ends.
 func Start(t testing.TB, opts server.Options) *Log {
 	t.Helper()
-	dir := t.TempDir()
-	_, adminPriv, err := sign.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Init(dir, Origin, ledger.InitOptions{AdminKey: adminPriv})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, l, adminPriv := initLog(t)
 	return serve(t, dir, l, adminPriv, opts)
 }
 
-// StartRotated is Start for a log whose checkpoint key was rotated right
-// after GENESIS: the log key, bound in GENESIS, is retired at size 1 and a
-// new key signs checkpoints. VKey is the log's key set.
-func StartRotated(t testing.TB, opts server.Options) *Log {
+// initLog creates a ledger with a fresh admin key in t.TempDir().
+func initLog(t testing.TB) (string, *ledger.Ledger, ed25519.PrivateKey) {
 	t.Helper()
 	dir := t.TempDir()
 	_, adminPriv, err := sign.GenerateKey()
@@ -77,6 +67,15 @@ func StartRotated(t testing.TB, opts server.Options) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, l, adminPriv
+}
+
+// StartRotated is Start for a log whose checkpoint key was rotated right
+// after GENESIS: the log key, bound in GENESIS, is retired at size 1 and a
+// new key signs checkpoints. VKey is the log's key set.
+func StartRotated(t testing.TB, opts server.Options) *Log {
+	t.Helper()
+	dir, l, adminPriv := initLog(t)
 	l.Close()
 	_, priv, err := sign.GenerateKey()
 	if err != nil {
