@@ -20,6 +20,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/scope"
@@ -29,14 +30,14 @@ import (
 
 const (
 	origin   = "adv.example/custody"
-	zeroHash = "0000000000000000000000000000000000000000000000000000000000000000"
+	zeroHash = testlog.ZeroHash
 	corpus   = "../testdata/adversarial"
 )
 
 // t0 is the clock's start; GENESIS is written at t0.
 var t0 = time.Date(2026, 3, 19, 8, 12, 0, 0, time.UTC)
 
-type obj = map[string]any
+type obj = testlog.Obj
 
 // caseFile is one file of the corpus. See the package comment.
 type caseFile struct {
@@ -212,7 +213,7 @@ func playCase(t *testing.T, c *caseFile, rotate int) {
 		o = &caseOptions{}
 	}
 	l, err := ledger.Init(t.TempDir(), origin, ledger.InitOptions{
-		AdminName: "admin", AdminKey: keyFor("admin").priv, LogKey: keyFor("log").priv,
+		AdminName: "admin", AdminKey: keyFor("admin").Priv, LogKey: keyFor("log").Priv,
 		MaxDepth: o.MaxDepth, ClockSkewSeconds: o.ClockSkewSeconds, MaxTTLSeconds: o.MaxTTLSeconds,
 		Options: ledger.Options{Clock: clk.Now, DenialsPerMinute: o.DenialsPerMinute, DenialBurst: o.DenialBurst},
 	})
@@ -421,7 +422,7 @@ func (r *run) checkEntry(where string, s *step, b built, got result, fail func(s
 		fail("a denial logged as %s", e.Kind())
 		return
 	}
-	if e.Envelope.KeyID != keyFor("log").kid {
+	if e.Envelope.KeyID != keyFor("log").KID {
 		fail("DENIAL signed by %s, not the log key", e.Envelope.KeyID)
 	}
 	if d.ReasonCode != string(res.Code) {
@@ -698,10 +699,10 @@ func (r *run) limitsInForce(id string) []string {
 }
 
 func (r *run) boundName(k *symKey) string {
-	if rec, err := r.l.KeyBinding(k.kid); err == nil && rec != nil {
+	if rec, err := r.l.KeyBinding(k.KID); err == nil && rec != nil {
 		return rec.Name
 	}
-	return k.handle
+	return k.Handle
 }
 
 // vars are the values placeholders expand to.
@@ -720,7 +721,7 @@ func (r *run) build(where string, s *step, n int) built {
 		o = obj{}
 	}
 	ts := r.clock.Now().Add(time.Duration(s.TSOffset) * time.Second)
-	seq, err := r.l.NextSeq(k.kid)
+	seq, err := r.l.NextSeq(k.KID)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -755,7 +756,7 @@ func (r *run) build(where string, s *step, n int) built {
 	if s.SignAs != "" {
 		signKind = s.SignAs
 	}
-	env, err := sign.Sign(k.priv, signKind, payload)
+	env, err := sign.Sign(k.Priv, signKind, payload)
 	if err != nil {
 		r.t.Fatalf("%s: %v", where, err)
 	}
@@ -790,7 +791,7 @@ func (r *run) keyID(where, name string) string {
 		}
 		return sign.KeyID(pub)
 	}
-	return keyFor(name).kid
+	return keyFor(name).KID
 }
 
 // curveL is the order of the Ed25519 base point, 2^252 + 27742317777372353535851937790883648493.
@@ -875,9 +876,9 @@ func (r *run) expand(where, s string, v vars, raw bool) string {
 		}
 		switch name {
 		case "key":
-			b.WriteString(keyFor(arg).b64)
+			b.WriteString(keyFor(arg).B64)
 		case "keyid":
-			b.WriteString(keyFor(arg).kid)
+			b.WriteString(keyFor(arg).KID)
 		case "rawkey":
 			if _, ok := specialKey(arg); !ok {
 				r.t.Fatalf("%s: no special key %q", where, arg)
@@ -943,8 +944,8 @@ func (r *run) resolve(kind statement.Kind, o obj) {
 	switch kind {
 	case statement.Genesis:
 		setDefault(o, "genesis_id", "genesis")
-		setDefault(o, "admin_key", keyFor("admin").b64)
-		vk, err := merkle.VerifierKey(origin, keyFor("log").pub)
+		setDefault(o, "admin_key", keyFor("admin").B64)
+		vk, err := merkle.VerifierKey(origin, keyFor("log").Pub)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -952,18 +953,18 @@ func (r *run) resolve(kind statement.Kind, o obj) {
 	case statement.Principal:
 		if k, ok := o["key"].(string); ok {
 			delete(o, "key")
-			setDefault(o, "public_key", keyFor(k).b64)
+			setDefault(o, "public_key", keyFor(k).B64)
 			setDefault(o, "name", k)
 		}
 		setDefault(o, "op", statement.OpEnroll)
 	case statement.Confirm, statement.Delegate:
 		switch g := o["grantee"].(type) {
 		case string:
-			o["grantee"] = obj{"name": g, "public_key": keyFor(g).b64}
+			o["grantee"] = obj{"name": g, "public_key": keyFor(g).B64}
 		case map[string]any:
 			if k, ok := g["key"].(string); ok {
 				delete(g, "key")
-				setDefault(g, "public_key", keyFor(k).b64)
+				setDefault(g, "public_key", keyFor(k).B64)
 				setDefault(g, "name", k)
 			}
 		}
@@ -1040,56 +1041,9 @@ func (r *run) resolve(kind statement.Kind, o obj) {
 	}
 }
 
-// grantHash computes a grant object's scope_hash, or zeroHash if it has none.
-func grantHash(o obj) string {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return zeroHash
-	}
-	var g struct {
-		statement.Grant
-		Timestamp string `json:"timestamp"`
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		return zeroHash
-	}
-	ts, err := statement.ParseTimestamp(g.Timestamp)
-	if err != nil {
-		return zeroHash
-	}
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
-	if err != nil {
-		return zeroHash
-	}
-	h, err := d.Hash()
-	if err != nil {
-		return zeroHash
-	}
-	return h
-}
-
-func setDefault(o obj, k string, v any) {
-	if _, ok := o[k]; !ok {
-		o[k] = v
-	}
-}
-
-func str(v any) string { s, _ := v.(string); return s }
-
-func deepCopy(x any) any {
-	switch t := x.(type) {
-	case map[string]any:
-		out := obj{}
-		for k, v := range t {
-			out[k] = deepCopy(v)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, v := range t {
-			out[i] = deepCopy(v)
-		}
-		return out
-	}
-	return x
-}
+var (
+	grantHash  = testlog.GrantHash
+	setDefault = testlog.SetDefault
+	str        = testlog.Str
+	deepCopy   = testlog.DeepCopy
+)

@@ -2,42 +2,17 @@ package adversarial_test
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
-	"sync"
 
-	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/internal/testlog"
 )
 
 // symKey is a deterministic key named by a handle.
-type symKey struct {
-	handle string
-	pub    ed25519.PublicKey
-	priv   ed25519.PrivateKey
-	kid    string
-	b64    string
-}
-
-var (
-	keyMu    sync.Mutex
-	keyCache = map[string]*symKey{}
-)
+type symKey = testlog.Key
 
 // keyFor derives the key of a handle: its Ed25519 seed is
 // SHA-256("custody/adversarial\x00" || handle).
-func keyFor(handle string) *symKey {
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	if k, ok := keyCache[handle]; ok {
-		return k
-	}
-	seed := sha256.Sum256([]byte("custody/adversarial\x00" + handle))
-	priv := ed25519.NewKeyFromSeed(seed[:])
-	pub := priv.Public().(ed25519.PublicKey)
-	k := &symKey{handle: handle, pub: pub, priv: priv, kid: sign.KeyID(pub), b64: sign.EncodePublicKey(pub)}
-	keyCache[handle] = k
-	return k
-}
+func keyFor(handle string) *symKey { return testlog.KeyFor("custody/adversarial", handle) }
 
 // specialKeys are public keys no honest key generator produces, as the
 // standard base64 of their 32 raw bytes. None may ever be bound

@@ -35,7 +35,7 @@ func benchChain(b *testing.B) *harness {
 // to be decided at base + 2i ms and base + (2i+1) ms.
 func receiptPairs(b *testing.B, h *harness, n int) []*sign.Parsed {
 	exec := keyFor("agent:acme/exec")
-	seq := h.e.NextSeq(exec.kid)
+	seq := h.e.NextSeq(exec.KID)
 	hash := h.e.Grant("d2").ScopeHash
 	out := make([]*sign.Parsed, 0, 2*n)
 	for i := range n {
@@ -57,7 +57,7 @@ func receiptPairs(b *testing.B, h *harness, n int) []*sign.Parsed {
 			if err != nil {
 				b.Fatal(err)
 			}
-			env, err := sign.Sign(exec.priv, "receipt", payload)
+			env, err := sign.Sign(exec.Priv, "receipt", payload)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -40,7 +40,7 @@ func TestBeforeGenesis(t *testing.T) {
 		{"signed by another key", build(obj{}, keyFor("mallory")), 0, "refused/unknown_key"},
 		{"not at index 0", build(obj{}, k), 1, "refused/unknown_key"},
 		{"seq 2", build(obj{"seq": 2}, k), 0, "refused/seq_mismatch"},
-		{"log key = admin key", build(obj{"log_key": verifierKey(testOrigin, k.pub)}, k), 0, "refused/identity_conflict"},
+		{"log key = admin key", build(obj{"log_key": verifierKey(testOrigin, k.Pub)}, k), 0, "refused/identity_conflict"},
 		{"admin named as the origin", build(obj{"actor": testOrigin}, k), 0, "refused/identity_conflict"},
 		{"timestamp out of skew", build(obj{"timestamp": "2026-03-19T07:54:59Z"}, k), 0, "refused/clock_skew"},
 		{"good", build(obj{}, k), 0, "accepted"},
@@ -266,7 +266,7 @@ func budgetRace(t *testing.T, limit, each int64, seed uint64) {
 			k := keyFor(fmt.Sprintf("agent:w%d", i))
 			o := obj{"receipt_id": fmt.Sprintf("r%d", i), "authorization_ref": fmt.Sprintf("d%d", i), "action": "buy",
 				"target": fmt.Sprintf("shop/%d", i), "step_id": "pay", "workflow_id": "wf", "reserve": obj{"usd": each},
-				"type": "RECEIPT", "timestamp": statement.FormatTimestamp(h.now), "log": testOrigin, "actor": k.handle, "seq": 1,
+				"type": "RECEIPT", "timestamp": statement.FormatTimestamp(h.now), "log": testOrigin, "actor": k.Handle, "seq": 1,
 				"result": "pending", "scope_hash": hashes[i]}
 			envs <- signRaw(t, h, k, o)
 		})
@@ -317,7 +317,7 @@ func signRaw(t *testing.T, h *harness, k *testKey, o obj) sign.Envelope {
 	if err != nil {
 		panic(err)
 	}
-	env, err := sign.Sign(k.priv, "receipt", b)
+	env, err := sign.Sign(k.Priv, "receipt", b)
 	if err != nil {
 		panic(err)
 	}

@@ -51,7 +51,7 @@ func FuzzDecide(f *testing.F) {
 	exec := keyFor("agent:acme/exec")
 	f.Fuzz(func(t *testing.T, kind uint, payload []byte) {
 		k := statement.Kinds[kind%uint(len(statement.Kinds))]
-		env, err := sign.Sign(exec.priv, k.Lower(), payload)
+		env, err := sign.Sign(exec.Priv, k.Lower(), payload)
 		if err != nil {
 			t.Fatal(err)
 		}

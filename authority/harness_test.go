@@ -16,7 +16,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/canon"
-	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -34,39 +33,16 @@ const testOrigin = "custody.test/log"
 // t0 is the harness clock's start.
 var t0 = time.Date(2026, 3, 19, 8, 0, 0, 0, time.UTC)
 
-const zeroHash = "0000000000000000000000000000000000000000000000000000000000000000"
+const zeroHash = testlog.ZeroHash
 
 // testKey is a deterministic key named by a handle; the handle is also the
 // name a key is bound under unless a test says otherwise.
-type testKey struct {
-	handle string
-	pub    ed25519.PublicKey
-	priv   ed25519.PrivateKey
-	kid    string
-	b64    string
-}
+type testKey = testlog.Key
 
-var (
-	keyMu    sync.Mutex
-	keyCache = map[string]*testKey{}
-)
-
-func keyFor(handle string) *testKey {
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	if k, ok := keyCache[handle]; ok {
-		return k
-	}
-	seed := sha256.Sum256([]byte("custody/authority-test\x00" + handle))
-	priv := ed25519.NewKeyFromSeed(seed[:])
-	pub := priv.Public().(ed25519.PublicKey)
-	k := &testKey{handle: handle, pub: pub, priv: priv, kid: sign.KeyID(pub), b64: sign.EncodePublicKey(pub)}
-	keyCache[handle] = k
-	return k
-}
+func keyFor(handle string) *testKey { return testlog.KeyFor("custody/authority-test", handle) }
 
 // obj is a statement under construction, as a JSON object.
-type obj = map[string]any
+type obj = testlog.Obj
 
 // opts alter how a statement is built, signed or submitted.
 type opts struct {
@@ -138,10 +114,10 @@ func (h *harness) advance(d time.Duration) {
 
 // boundName is the name a key is bound to, or its handle.
 func (h *harness) boundName(k *testKey) string {
-	if r := h.e.Key(k.kid); r != nil {
+	if r := h.e.Key(k.KID); r != nil {
 		return r.Name
 	}
-	return k.handle
+	return k.Handle
 }
 
 // build fills in o's defaults and returns the payload bytes.
@@ -152,7 +128,7 @@ func (h *harness) build(signer *testKey, kind statement.Kind, in obj, op opts) [
 	setDefault(o, "timestamp", statement.FormatTimestamp(ts))
 	setDefault(o, "log", testOrigin)
 	setDefault(o, "actor", h.boundName(signer))
-	setDefault(o, "seq", int64(h.e.NextSeq(signer.kid))+op.seqDelta)
+	setDefault(o, "seq", int64(h.e.NextSeq(signer.KID))+op.seqDelta)
 	for _, f := range op.drop {
 		delete(o, f)
 	}
@@ -189,23 +165,23 @@ func (h *harness) resolve(signer *testKey, kind statement.Kind, o obj) {
 	switch kind {
 	case statement.Genesis:
 		setDefault(o, "genesis_id", "genesis")
-		setDefault(o, "admin_key", signer.b64)
-		setDefault(o, "log_key", verifierKey(testOrigin, h.logKey.pub))
+		setDefault(o, "admin_key", signer.B64)
+		setDefault(o, "log_key", verifierKey(testOrigin, h.logKey.Pub))
 	case statement.Principal:
 		if k, ok := o["key"].(string); ok {
 			delete(o, "key")
-			setDefault(o, "public_key", keyFor(k).b64)
+			setDefault(o, "public_key", keyFor(k).B64)
 			setDefault(o, "name", k)
 		}
 		setDefault(o, "op", "enroll")
 	case statement.Confirm, statement.Delegate:
 		switch g := o["grantee"].(type) {
 		case string:
-			o["grantee"] = obj{"name": g, "public_key": keyFor(g).b64}
+			o["grantee"] = obj{"name": g, "public_key": keyFor(g).B64}
 		case map[string]any:
 			if k, ok := g["key"].(string); ok {
 				delete(g, "key")
-				setDefault(g, "public_key", keyFor(k).b64)
+				setDefault(g, "public_key", keyFor(k).B64)
 				setDefault(g, "name", k)
 			}
 		}
@@ -261,41 +237,13 @@ func (h *harness) resolve(signer *testKey, kind statement.Kind, o obj) {
 	}
 }
 
-// grantHash computes a grant object's scope_hash, or zeroHash if it has none.
-func grantHash(o obj) string {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return zeroHash
-	}
-	var g struct {
-		statement.Grant
-		Timestamp string `json:"timestamp"`
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		return zeroHash
-	}
-	ts, err := statement.ParseTimestamp(g.Timestamp)
-	if err != nil {
-		return zeroHash
-	}
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
-	if err != nil {
-		return zeroHash
-	}
-	s, err := d.Hash()
-	if err != nil {
-		return zeroHash
-	}
-	return s
-}
-
 // envelope signs payload as the signer would.
 func (h *harness) envelope(signer *testKey, kind statement.Kind, payload []byte, op opts) sign.Envelope {
 	k := kind.Lower()
 	if op.signKind != "" {
 		k = op.signKind
 	}
-	env, err := sign.Sign(signer.priv, k, payload)
+	env, err := sign.Sign(signer.Priv, k, payload)
 	if err != nil {
 		h.tb.Fatal(err)
 	}
@@ -358,7 +306,7 @@ func (h *harness) denial(d *authority.Decision, p *sign.Parsed) (sign.Envelope, 
 		if err != nil {
 			h.tb.Fatalf("the DENIAL for %s %s is not a valid statement: %v", d.Code, d.Reason, err)
 		}
-		env, err := sign.Sign(h.logKey.priv, "denial", payload)
+		env, err := sign.Sign(h.logKey.Priv, "denial", payload)
 		if err != nil {
 			h.tb.Fatal(err)
 		}
@@ -509,42 +457,6 @@ func sameState(tb testing.TB, a, b map[string]string, what string) {
 	}
 }
 
-func setDefault(o obj, k string, v any) {
-	if _, ok := o[k]; !ok {
-		o[k] = v
-	}
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// deepCopy copies a JSON-like object.
-func deepCopy(o obj) obj {
-	out := make(obj, len(o))
-	for k, v := range o {
-		out[k] = deepValue(v)
-	}
-	return out
-}
-
-func deepValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return deepCopy(x)
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = deepValue(x[i])
-		}
-		return out
-	case []string:
-		return slices.Clone(x)
-	}
-	return v
-}
-
 // leafEnvelope extracts and parses the envelope of a leaf.
 func leafEnvelope(tb testing.TB, leaf []byte) (*statement.Leaf, *sign.Parsed) {
 	l, _, err := statement.ParseLeaf(leaf)
@@ -592,3 +504,12 @@ func containsAll(s string, subs ...string) bool {
 var _ = bytes.Equal
 
 func sha256sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+var (
+	grantHash  = testlog.GrantHash
+	setDefault = testlog.SetDefault
+	str        = testlog.Str
+)
+
+// deepCopy copies a JSON-like object.
+func deepCopy(o obj) obj { return testlog.DeepCopy(o).(obj) }

@@ -51,7 +51,7 @@ func (g *gen) id(prefix string) string {
 
 func (g *gen) key(handle string) string {
 	k := keyFor(handle)
-	g.handles[k.kid] = handle
+	g.handles[k.KID] = handle
 	return handle
 }
 
@@ -427,7 +427,7 @@ func TestReplayRandomLog(t *testing.T) {
 		default:
 			// The decision of the last leaf: DENIAL leaves are denied.
 			_, p := leafEnvelope(t, g.h.leaves[before])
-			if p.KeyID == g.h.logKey.kid {
+			if p.KeyID == g.h.logKey.KID {
 				doc, _ := statement.Parse(statement.Denial, p.Payload)
 				verdicts = append(verdicts, "denied/"+doc.(*statement.DenialDoc).ReasonCode)
 			} else {
@@ -540,7 +540,7 @@ func signDenial(t *testing.T, h *harness, leaf []byte, signer *testKey, f func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := sign.Sign(signer.priv, "denial", payload)
+	env, err := sign.Sign(signer.Priv, "denial", payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestReplayCatchesTampering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, _ := sign.Sign(logKey.priv, "denial", payload)
+		env, _ := sign.Sign(logKey.Priv, "denial", payload)
 		return rebuildLeaf(t, leaves[3], func(l *statement.Leaf) { l.Envelope = canonEnv(t, env) })
 	}
 

@@ -26,6 +26,13 @@
 // A verifier that trusts the ledger's decisions is fooled by it; one that
 // re-runs them is not.
 //
+// # Statements as objects
+//
+// Tests that write statements field by field, including fields and
+// values no Go type allows (the authority tests and the adversarial
+// corpus), share [Obj], [GrantHash], [SetDefault], [DeepCopy] and
+// deterministic [KeyFor] keys, each package under its own key domain.
+//
 // # Keys
 //
 // [NewActor] derives its key from the actor's name, so logs built twice
