@@ -94,7 +94,7 @@ var WholeLogCodes = map[Code]bool{
 
 // DryRun decides sub as Decide does and then undoes any change it made.
 func (e *Engine) DryRun(sub Submission, index uint64, loggedAt time.Time) Decision {
-	e.st.journal = map[string]journalEntry{}
+	e.st.startJournal()
 	defer e.st.undo()
 	return e.Decide(sub, index, loggedAt)
 }
@@ -238,7 +238,7 @@ func (e *Engine) Decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	// so that nothing decided on a partial view is logged or committed.
 	outer := e.st.journal == nil // DryRun journals (and undoes) itself
 	if outer {
-		e.st.journal = map[string]journalEntry{}
+		e.st.startJournal()
 	}
 	d := e.decide(sub, index, loggedAt)
 	if e.st.err != nil {
@@ -248,7 +248,7 @@ func (e *Engine) Decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 		return refuse(Decision{SignerKey: sub.Env.KeyID, Kind: d.Kind}, BadEnvelope, fmt.Sprintf("ledger state unavailable: %v", e.st.err))
 	}
 	if outer {
-		e.st.journal = nil
+		e.st.stopJournal()
 	}
 	return d
 }

@@ -436,7 +436,7 @@ func inForce(chain []*GrantRec) []string {
 			keys[k] = true
 		}
 	}
-	return slices.Sorted(maps.Keys(keys))
+	return sortedKeys(keys)
 }
 
 func (c *check) pending(r *statement.ReceiptDoc) {
@@ -463,7 +463,7 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 	}
 	// Step 8: limits.
 	keys := inForce(chain)
-	for _, k := range slices.Sorted(maps.Keys(r.Reserve)) {
+	for _, k := range sortedKeys(r.Reserve) {
 		if !slices.Contains(keys, k) {
 			c.deny(SchemaInvalid, "reserve names %q, which is not a limit in force on %s's chain (%s)", k, g.ID, strings.Join(keys, ", "))
 			return
@@ -476,7 +476,7 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 		}
 	}
 	for _, cg := range chain {
-		for _, k := range slices.Sorted(maps.Keys(cg.Descriptor.Limits)) {
+		for _, k := range sortedKeys(cg.Descriptor.Limits) {
 			limit, spent, want := cg.Descriptor.Limits[k], cg.Spent[k], r.Reserve[k]
 			total, ok := addChecked(spent, want)
 			if !ok || total > limit {
@@ -550,7 +550,7 @@ func (c *check) outcome(r *statement.ReceiptDoc) {
 	}
 	chain := c.e.chain(g)
 	keys := inForce(chain)
-	for _, k := range slices.Sorted(maps.Keys(r.Consumed)) {
+	for _, k := range sortedKeys(r.Consumed) {
 		if !slices.Contains(keys, k) {
 			c.deny(SchemaInvalid, "consumed names %q, which is not a limit in force on %s's chain", k, g.ID)
 			return
@@ -559,7 +559,7 @@ func (c *check) outcome(r *statement.ReceiptDoc) {
 	c.accept()
 	np := *p
 	np.Outcome = r.ReceiptID
-	for _, k := range slices.Sorted(maps.Keys(r.Consumed)) {
+	for _, k := range sortedKeys(r.Consumed) {
 		if over := r.Consumed[k] - p.Reserve[k]; over > 0 {
 			np.Overrun = true
 			c.d.Notes = append(c.d.Notes, fmt.Sprintf("consumed %d %s, above the %d reserved by %s", r.Consumed[k], k, p.Reserve[k], p.ID))
@@ -664,4 +664,19 @@ func (c *check) resume(s *statement.ResumeDoc) {
 	nw := *wf
 	nw.Stops = slices.DeleteFunc(slices.Clone(wf.Stops), func(id string) bool { return id == stop.ID })
 	put(c.e.st, prefWF+stop.Workflow, &nw)
+}
+
+// sortedKeys is slices.Sorted(maps.Keys(m)) in one allocation (none for an
+// empty map): the rules walk limits in key order so that the first failure
+// reported never depends on map order.
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -151,6 +151,24 @@ type state struct {
 	// journal, when not nil, records the first prior value of every record
 	// put, so that a dry run can be undone.
 	journal map[string]journalEntry
+	spare   map[string]journalEntry // an empty journal to reuse
+}
+
+// startJournal starts journalling with an empty journal.
+func (st *state) startJournal() {
+	if st.spare == nil {
+		st.spare = map[string]journalEntry{}
+	}
+	st.journal, st.spare = st.spare, nil
+}
+
+// stopJournal stops journalling and keeps the journal, emptied, for reuse.
+func (st *state) stopJournal() {
+	if st.journal != nil && len(st.journal) <= 64 {
+		clear(st.journal)
+		st.spare = st.journal
+	}
+	st.journal = nil
 }
 
 type journalEntry struct {
@@ -217,7 +235,7 @@ func (st *state) undo() {
 			delete(st.dirty, k)
 		}
 	}
-	st.journal = nil
+	st.stopJournal()
 }
 
 // encode is the stored form of a record.

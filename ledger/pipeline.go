@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -88,6 +89,13 @@ type Pending struct {
 // can keep many of its own statements in flight (each seq after the last)
 // and still have them batched together.
 func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) {
+	// The ledger keeps its own copy: the worker reads it later, and when it
+	// is already canonical these very bytes become the leaf's envelope, so
+	// a caller reusing its buffer (or giving up waiting) must not be able
+	// to change them. An oversized one is refused unread: no copy.
+	if len(envelope) <= MaxSubmission {
+		envelope = bytes.Clone(envelope)
+	}
 	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
@@ -143,7 +151,7 @@ func (l *Ledger) AppendLeaves(ctx context.Context, leaves [][]byte) (uint64, Hea
 			l.closeMu.RUnlock()
 			return 0, Head{}, fmt.Errorf("leaf %d of %d bytes exceeds the %d-byte limit", i, len(leaf), statement.MaxLeafSize)
 		}
-		reqs[i] = &request{data: leaf, raw: true, ready: make(chan struct{}), done: make(chan answer, 1)}
+		reqs[i] = &request{data: bytes.Clone(leaf), raw: true, ready: make(chan struct{}), done: make(chan answer, 1)}
 		close(reqs[i].ready)
 		select {
 		case l.seqQ <- reqs[i]:
@@ -207,12 +215,9 @@ func (l *Ledger) check(req *request) {
 		req.refusal = refusal(authority.TooLarge, "submission of %d bytes exceeds the %d-byte limit", len(req.data), MaxSubmission)
 		return
 	}
-	env, err := sign.ParseEnvelope(req.data)
-	if err != nil {
-		req.refusal = refusal(authority.BadEnvelope, "%v", err)
-		return
-	}
-	canonical, err := env.Envelope.Canonical()
+	// canonical is req.data itself (the ledger's copy) when the client sent
+	// the canonical form, the usual case.
+	env, canonical, err := sign.ParseEnvelopeCanonical(req.data)
 	if err != nil {
 		req.refusal = refusal(authority.BadEnvelope, "%v", err)
 		return
@@ -347,6 +352,7 @@ func (l *Ledger) process(batch []*request) {
 		at = l.lastAt // logged_at never goes backwards
 	}
 	next := l.next
+	loggedAt := statement.FormatLoggedAt(at) // one time for the whole batch
 	answers := make([]pendingAnswer, len(batch))
 	seen := make(map[[32]byte]int, len(batch))
 	workflows := map[string]bool{}
@@ -429,7 +435,7 @@ func (l *Ledger) process(batch []*request) {
 				workflows[doc.Workflow] = true
 			}
 		}
-		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: statement.FormatLoggedAt(at),
+		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
 			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
 		if err != nil {
 			// The worker bounded the envelope's size, so this is a bug; the

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -118,6 +117,13 @@ func Sign(priv ed25519.PrivateKey, kind string, payload []byte) (Envelope, error
 // Canonical returns the envelope's canonical JSON (RFC 8785), the form in
 // which the ledger stores it.
 func (e Envelope) Canonical() ([]byte, error) {
+	n := len(`{"payload":"","payloadType":"","signatures":[]}`) + len(e.Payload) + len(e.PayloadType)
+	for _, s := range e.Signatures {
+		n += len(`{"keyid":"","sig":""},`) + len(s.KeyID) + len(s.Sig)
+	}
+	if b, ok := e.appendCanonical(make([]byte, 0, n+8)); ok {
+		return b, nil
+	}
 	return canon.Marshal(e)
 }
 
@@ -141,15 +147,10 @@ type Parsed struct {
 // a keyid of 64 lowercase hex digits. Every failure is an *Error with
 // CodeEnvelope naming the field.
 func ParseEnvelope(data []byte) (*Parsed, error) {
-	var env Envelope
-	if err := canon.UnmarshalRelaxed(data, &env); err != nil {
-		var ce *canon.Error
-		if errors.As(err, &ce) {
-			return nil, &Error{Code: CodeEnvelope, Field: ce.Path, Msg: ce.Msg, Err: err}
-		}
-		return nil, &Error{Code: CodeEnvelope, Msg: "malformed JSON", Err: err}
+	if env, ok := readEnvelope(data); ok {
+		return parseFields(env)
 	}
-	return parseFields(env)
+	return parseEnvelopeReflect(data)
 }
 
 // ParseEnvelopeValue applies the checks of ParseEnvelope to an already

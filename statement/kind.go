@@ -29,13 +29,22 @@ func (k Kind) PayloadType() string { return "application/vnd.custody." + k.Lower
 
 // KindOfPayloadType is the inverse of PayloadType; ok is false for any other string.
 func KindOfPayloadType(pt string) (Kind, bool) {
-	for _, k := range Kinds {
-		if k.PayloadType() == pt {
-			return k, true
+	for i, t := range payloadTypes {
+		if t == pt {
+			return Kinds[i], true
 		}
 	}
 	return "", false
 }
+
+// payloadTypes[i] is Kinds[i].PayloadType().
+var payloadTypes = func() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = k.PayloadType()
+	}
+	return out
+}()
 
 // Valid reports whether k is one of the nine kinds.
 func (k Kind) Valid() bool {

@@ -2,6 +2,7 @@ package statement
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,9 +44,12 @@ func ParseLoggedAt(s string) (time.Time, error) {
 // MarshalLeaf returns the canonical bytes of l, refusing leaves over
 // MaxLeafSize.
 func MarshalLeaf(l *Leaf) ([]byte, error) {
-	b, err := canon.Marshal(l)
-	if err != nil {
-		return nil, err
+	b, ok := appendLeaf(make([]byte, 0, len(l.Envelope)+len(l.LoggedAt)+leafFraming), l)
+	if !ok {
+		var err error
+		if b, err = canon.Marshal(l); err != nil {
+			return nil, err
+		}
 	}
 	if len(b) > MaxLeafSize {
 		return nil, fmt.Errorf("leaf of %d bytes exceeds the %d-byte limit", len(b), MaxLeafSize)
@@ -67,4 +71,32 @@ func ParseLeaf(b []byte) (*Leaf, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("leaf: %w", err)
 	}
 	return &l, t, nil
+}
+
+// leafFraming bounds what a leaf adds around its envelope and logged_at:
+// keys, quotes, commas and two indexes of at most 16 digits.
+const leafFraming = len(`{"envelope":,"logged_at":"","prev_in_workflow":,"trust_head":}`) + 2*16
+
+// appendLeaf appends the canonical bytes of l exactly as canon.Marshal
+// writes them, without reflection; ok is false where Marshal would fail (an
+// empty envelope, logged_at not valid UTF-8, an index above 2^53-1), and
+// the caller must let Marshal say why.
+func appendLeaf(b []byte, l *Leaf) (_ []byte, ok bool) {
+	if len(l.Envelope) == 0 || l.TrustHead > canon.MaxSafeInteger ||
+		(l.PrevInWorkflow != nil && *l.PrevInWorkflow > canon.MaxSafeInteger) {
+		return b, false
+	}
+	b = append(b, `{"envelope":`...)
+	b = append(b, l.Envelope...)
+	b = append(b, `,"logged_at":`...)
+	if b, ok = canon.AppendString(b, l.LoggedAt); !ok {
+		return b, false
+	}
+	if l.PrevInWorkflow != nil {
+		b = append(b, `,"prev_in_workflow":`...)
+		b = strconv.AppendUint(b, *l.PrevInWorkflow, 10)
+	}
+	b = append(b, `,"trust_head":`...)
+	b = strconv.AppendUint(b, l.TrustHead, 10)
+	return append(b, '}'), true
 }

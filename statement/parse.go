@@ -9,6 +9,19 @@ import (
 // Parse reads the payload of an envelope whose payload type names kind.
 // The payload must be canonical, of that kind, and well formed.
 func Parse(kind Kind, payload []byte) (Statement, error) {
+	if st := decodeFast(kind, payload); st != nil {
+		if err := st.validate(); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return parseReflect(kind, payload)
+}
+
+// parseReflect is Parse by way of canon's reflection-based decoder: the
+// reference that decodeFast must agree with, and the path that explains
+// every rejection.
+func parseReflect(kind Kind, payload []byte) (Statement, error) {
 	tree, err := canon.Parse(payload)
 	if err != nil {
 		return nil, err
