@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -188,9 +190,18 @@ type BigResult struct {
 	PeakAnonMiB float64 `json:"peak_rss_anon_mib"`
 	PeakFileMiB float64 `json:"peak_rss_file_mib"`
 	// GoHeapMiB is the Go heap in use at the end (runtime.MemStats.HeapInuse).
-	GoHeapMiB  float64 `json:"go_heap_mib"`
-	Goroutines int     `json:"goroutines"` // used for each parallel figure
+	GoHeapMiB float64 `json:"go_heap_mib"`
+	// MemoryLimitMiB is the Go memory limit the measurement ran under
+	// (GOMEMLIMIT, else MeasureMemoryLimit); 0: none.
+	MemoryLimitMiB float64 `json:"memory_limit_mib,omitempty"`
+	Goroutines     int     `json:"goroutines"` // used for each parallel figure
 }
+
+// MeasureMemoryLimit is the Go memory limit (runtime/debug.SetMemoryLimit)
+// MeasureBigLog runs under when GOMEMLIMIT is not set: the one custody
+// serve runs under by default. It is soft: the heap may pass it, at the
+// cost of more frequent collections.
+const MeasureMemoryLimit = server.DefaultMemoryLimit
 
 // OpenRounds is how many times MeasureBigLog opens the log.
 const OpenRounds = 3
@@ -209,6 +220,12 @@ func MeasureBigLog(ctx context.Context, dir string, d time.Duration, opts ledger
 		return BigResult{}, err
 	}
 	r := BigResult{Size: meta.Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(MeasureMemoryLimit))
+	}
+	if lim := debug.SetMemoryLimit(-1); lim < 1<<62 {
+		r.MemoryLimitMiB = float64(lim) / (1 << 20)
+	}
 	rss := sampleRSS()
 	var l *ledger.Ledger
 	for i := range OpenRounds {

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +53,13 @@ type Config struct {
 	// Size is the big log's size; ReadFor how long each read figure runs.
 	Size    int
 	ReadFor time.Duration
+	// BigDir, when set, is where the big log is kept between runs: a log
+	// of Size entries that an earlier run built there is measured again
+	// without rebuilding; anything else there is replaced by a new build,
+	// which is kept. Default: $CUSTODY_BENCH_BIGLOG, else a fresh log in
+	// the run's temporary folder, removed afterwards. A reused log has had
+	// its background compaction finish, which a freshly built one has not.
+	BigDir string
 	// Peer is "" or "tessera"; PeerDir its module folder (default: found
 	// from the working directory, see FindPeerDir).
 	Peer    string
@@ -99,6 +108,9 @@ func (c *Config) defaults() {
 	}
 	if c.ReadFor <= 0 {
 		c.ReadFor = d.ReadFor
+	}
+	if c.BigDir == "" {
+		c.BigDir = os.Getenv("CUSTODY_BENCH_BIGLOG")
 	}
 	if len(c.Phases) == 0 {
 		c.Phases = []string{PhaseCeiling, PhaseAuth, PhaseHTTP, PhaseLogOnly, PhaseBig}
@@ -162,6 +174,7 @@ type Params struct {
 	ReadFor    string   `json:"read_for"`
 	Peer       string   `json:"peer,omitempty"`
 	Dir        string   `json:"dir"`
+	BigDir     string   `json:"big_dir,omitempty"` // the kept big log, when reused or kept by Config.BigDir
 }
 
 // Run runs the suite. It returns an error only when it cannot run at all;
@@ -179,7 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rss := sampleRSS()
 	r := &Report{Machine: machine(), Params: Params{Phases: cfg.Phases, Ceiling: cfg.Ceiling.String(), AuthN: cfg.AuthN,
 		AuthWindow: cfg.AuthWindow, Chains: Chains, HTTPN: cfg.HTTPN, HTTPClient: cfg.HTTPClients, LogOnlyN: cfg.LogOnlyN, Inflight: cfg.Inflight, LeafBytes: LeafBytes,
-		Size: cfg.Size, ReadFor: cfg.ReadFor.String(), Peer: cfg.Peer, Dir: base}}
+		Size: cfg.Size, ReadFor: cfg.ReadFor.String(), Peer: cfg.Peer, Dir: base, BigDir: cfg.BigDir}}
 	say := func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)
@@ -246,8 +259,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if has(PhaseBig) {
 		dir := filepath.Join(base, "big")
-		say("building a %d-entry log (raw leaves through LogOnly AppendLeaves, a depth-3 workflow at both ends)", cfg.Size)
-		b, err := BuildBigLog(ctx, dir, cfg.Size, cfg.Progress)
+		reuse := cfg.BigDir != ""
+		if reuse {
+			dir = cfg.BigDir
+		}
+		var b BuildResult
+		var err error
+		if meta, merr := readBigMeta(dir); reuse && merr == nil && meta.Size == uint64(cfg.Size) {
+			say("reusing the %d-entry log in %s (built by an earlier run)", meta.Size, dir)
+			b = BuildResult{Size: meta.Size}
+		} else {
+			if reuse {
+				err = clearBigDir(dir)
+			}
+			if err == nil {
+				say("building a %d-entry log (raw leaves through LogOnly AppendLeaves, a depth-3 workflow at both ends)", cfg.Size)
+				b, err = BuildBigLog(ctx, dir, cfg.Size, cfg.Progress)
+			}
+		}
 		if err != nil {
 			fail(PhaseBig, err)
 		} else {
@@ -260,7 +289,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				r.Big = &big
 			}
 		}
-		if !cfg.Keep {
+		if !cfg.Keep && !reuse {
 			os.RemoveAll(dir) // before the peer runs, to give the disk back
 		}
 	}
@@ -300,4 +329,20 @@ func runPeer(ctx context.Context, cfg Config, base string) (*PeerResult, error) 
 		return nil, err
 	}
 	return RunPeer(ctx, dir, pdir, cfg.LogOnlyN, cfg.Inflight)
+}
+
+// clearBigDir empties dir for a new big log, but only if it holds nothing
+// or a big log of another size: a folder named by mistake is left alone.
+func clearBigDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(ents) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := readBigMeta(dir); err != nil {
+		return fmt.Errorf("%s is not empty and holds no benchmark log; not replacing it", dir)
+	}
+	return os.RemoveAll(dir)
 }

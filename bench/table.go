@@ -60,7 +60,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			row("  log-only ÷ Tessera POSIX", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.0f", TargetPeerRatio), at(ratio >= TargetPeerRatio))
 		}
 	}
-	if b := r.Build; b != nil {
+	if b := r.Build; b != nil && b.Seconds == 0 {
+		row("building the big log", "reused an earlier run's ("+r.Params.BigDir+")", "", nil)
+	} else if b != nil {
 		row(fmt.Sprintf("building the big log (chunks of %d, %d writers)", b.Chunk, b.Writers), rate(b.PerSec), "", nil)
 	}
 	if b := r.Big; b != nil {
@@ -84,7 +86,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		worst := slices.Max(b.OpenMs)
 		row(fmt.Sprintf("open at %s (worst of %d)", n, len(b.OpenMs)), fmt.Sprintf("%.1f ms", worst), tgt(fmt.Sprintf("<= %d ms", TargetOpenMs)), cond(worst <= TargetOpenMs))
 		row("peak RSS: open + proofs + bundles at "+n, fmt.Sprintf("%.0f MiB", b.PeakRSSMiB), tgt(fmt.Sprintf("<= %d MiB", TargetRSSMiB)), cond(b.PeakRSSMiB <= TargetRSSMiB))
-		row("  of which, at their peaks: anonymous / mapped files", fmt.Sprintf("%.0f / %.0f MiB (Go heap at the end %.0f MiB)", b.PeakAnonMiB, b.PeakFileMiB, b.GoHeapMiB), "", nil)
+		row("  of which, at their peaks: anonymous / mapped files", fmt.Sprintf("%.0f / %.0f MiB (Go heap at the end %.0f MiB%s)", b.PeakAnonMiB, b.PeakFileMiB, b.GoHeapMiB, memLimit(b.MemoryLimitMiB)), "", nil)
 		row("disk per entry at "+n, fmt.Sprintf("%.0f B (leaf %d B)", b.DiskBytesPerLeaf, LeafBytes),
 			fmt.Sprintf("<= %d B", LeafBytes+TargetDiskOverhead), at(b.DiskBytesPerLeaf <= LeafBytes+TargetDiskOverhead))
 	}
@@ -156,4 +158,12 @@ func num(v float64) string {
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// memLimit describes the Go memory limit a measurement ran under.
+func memLimit(mib float64) string {
+	if mib <= 0 {
+		return ", no memory limit"
+	}
+	return fmt.Sprintf(", memory limit %.0f MiB", mib)
 }

@@ -71,7 +71,8 @@ func BenchmarkAppendLeaves(b *testing.B) {
 }
 
 // benchSize is the log size for proof benchmarks (CUSTODY_BENCH_SIZE,
-// default 1,000,000).
+// default 1,000,000). CUSTODY_BENCH_DIR keeps the log for later runs (see
+// bigLedger).
 func benchSize() int {
 	if s, err := strconv.Atoi(os.Getenv("CUSTODY_BENCH_SIZE")); err == nil && s > 0 {
 		return s
@@ -82,18 +83,44 @@ func benchSize() int {
 var (
 	bigOnce sync.Once
 	bigDir  string
+	bigKey  ed25519.PrivateKey
+	bigKeep bool // bigDir is CUSTODY_BENCH_DIR: keep it
 	bigErr  error
 )
 
-// bigLedger builds (once per process) a log-only ledger of benchSize leaves.
+// bigLedger builds (once per process) a log-only ledger of benchSize leaves
+// and returns its folder. With CUSTODY_BENCH_DIR set, the log is built in
+// that folder and kept, and a later run with the same size reuses it
+// instead of building it again (10M leaves take minutes).
 func bigLedger(b *testing.B) string {
 	bigOnce.Do(func() {
-		bigDir, bigErr = os.MkdirTemp("", "custody-bench-")
+		n := benchSize()
+		if d := os.Getenv("CUSTODY_BENCH_DIR"); d != "" {
+			bigDir, bigKeep = d, true
+			if k, err := os.ReadFile(filepath.Join(d, "bench.key")); err == nil && len(k) == ed25519.PrivateKeySize {
+				if sz, err := os.ReadFile(filepath.Join(d, "bench.size")); err == nil && string(sz) == strconv.Itoa(n) {
+					bigKey = k
+					return
+				}
+			}
+			if ents, err := os.ReadDir(d); err == nil && len(ents) > 0 {
+				if _, err := os.Stat(filepath.Join(d, "bench.size")); err != nil {
+					bigErr = fmt.Errorf("CUSTODY_BENCH_DIR %s is not empty and holds no benchmark log; not replacing it", d)
+					return
+				}
+				if bigErr = os.RemoveAll(d); bigErr != nil {
+					return
+				}
+			}
+			bigErr = os.MkdirAll(d, 0o755)
+		} else {
+			bigDir, bigErr = os.MkdirTemp("", "custody-bench-")
+		}
 		if bigErr != nil {
 			return
 		}
+		bigKey = benchKey
 		l := openLogOnly(b, filepath.Join(bigDir, "x"))
-		n := benchSize()
 		chunk := make([][]byte, 0, 4096)
 		for i := 0; i < n; i++ {
 			chunk = append(chunk, benchLeaf(i))
@@ -105,7 +132,12 @@ func bigLedger(b *testing.B) string {
 				chunk = chunk[:0]
 			}
 		}
-		bigErr = l.Close()
+		if bigErr = l.Close(); bigErr != nil || !bigKeep {
+			return
+		}
+		if bigErr = os.WriteFile(filepath.Join(bigDir, "bench.key"), bigKey, 0o600); bigErr == nil {
+			bigErr = os.WriteFile(filepath.Join(bigDir, "bench.size"), []byte(strconv.Itoa(n)), 0o644)
+		}
 	})
 	if bigErr != nil {
 		b.Fatal(bigErr)
@@ -168,13 +200,13 @@ func BenchmarkOpen(b *testing.B) {
 
 // openExisting reopens a log-only benchmark ledger.
 func openExisting(dir string) (*Ledger, error) {
-	return open(dir, "bench.example/log", oneKey(benchKey), Options{LogOnly: true})
+	return open(dir, "bench.example/log", oneKey(bigKey), Options{LogOnly: true})
 }
 
 // TestMain removes the benchmark log bigLedger built, if any.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" {
+	if bigDir != "" && !bigKeep {
 		os.RemoveAll(bigDir)
 	}
 	os.Exit(code)

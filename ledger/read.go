@@ -205,6 +205,51 @@ func (l *Ledger) RootAt(size uint64) (merkle.Hash, error) {
 	return l.prover.RootAt(size)
 }
 
+// badgerTiles reads committed hash tiles for the tree builder and the
+// prover. It is a merkle.TileRangeReader: a proof needs only the group of
+// 16 hashes around its leaf from the leaf's level-0 tile (the cache holds
+// the rest), so it copies those 512 bytes out of Badger's value log inside
+// the read transaction, not the 8 KiB tile.
+type badgerTiles struct{ db *badger.DB }
+
+// ReadTile returns the stored tile.
+func (t badgerTiles) ReadTile(level, index uint64) ([]byte, error) {
+	return t.read(level, index, 0, -1)
+}
+
+// ReadTileRange returns hashes from..to-1 of the stored tile (fewer if it
+// holds fewer).
+func (t badgerTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, error) {
+	if from < 0 || to < from {
+		return nil, fmt.Errorf("tile %d/%d: bad range %d..%d", level, index, from, to)
+	}
+	return t.read(level, index, from, to)
+}
+
+// read copies hashes from..to-1 (to < 0: all) of a tile out of Badger.
+func (t badgerTiles) read(level, index uint64, from, to int) ([]byte, error) {
+	var v []byte
+	err := t.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(tileKey(level, index))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("tile %d/%d is not stored", level, index)
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(val []byte) error {
+			lo, hi := 0, len(val) // a malformed tile goes back whole, for the caller to reject
+			if to >= 0 && len(val)%merkle.HashSize == 0 && len(val) <= merkle.FullTileSize {
+				lo, hi = min(from*merkle.HashSize, len(val)), min(to*merkle.HashSize, len(val))
+			}
+			// val is Badger's (its memory map): valid only in the transaction.
+			v = append(make([]byte, 0, hi-lo), val[lo:hi]...)
+			return nil
+		})
+	})
+	return v, err
+}
+
 // Tile returns a hash tile as tlog-tiles serves it: width hashes (1..256)
 // of tile level, index, if the committed tree holds that many.
 func (l *Ledger) Tile(level, index uint64, width int) ([]byte, error) {

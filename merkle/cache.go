@@ -1,8 +1,8 @@
 package merkle
 
 import (
-	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // tileKey names a hash tile.
@@ -73,34 +73,43 @@ func lowestKept(k uint64) uint64 {
 	return summaryLevel
 }
 
-// tileCache is a least-recently-used cache of expanded tiles.
+// tileCache is a cache of expanded tiles with CLOCK eviction (an
+// approximation of least-recently-used): a hit only sets the entry's
+// reference bit under a shared lock, so concurrent proofs do not serialise
+// on it; a miss that adds a tile takes the lock exclusively and, when the
+// cache is full, sweeps the ring for an entry not referenced since the last
+// sweep.
 type tileCache struct {
 	max int
 
-	mu    sync.Mutex
-	items map[tileKey]*list.Element // guarded by mu
-	order *list.List                // guarded by mu; front is most recent
+	mu    sync.RWMutex
+	items map[tileKey]*cacheEntry // guarded by mu
+	ring  []*cacheEntry           // guarded by mu; the eviction order
+	hand  int                     // guarded by mu; the next ring slot to consider
 }
 
 type cacheEntry struct {
 	key tileKey
-	x   *expandedTile
+	x   atomic.Pointer[expandedTile] // replaced (under mu) by a wider version
+	ref atomic.Bool                  // used since the hand last passed
 }
 
 func newTileCache(max int) *tileCache {
-	return &tileCache{max: max, items: make(map[tileKey]*list.Element), order: list.New()}
+	return &tileCache{max: max, items: make(map[tileKey]*cacheEntry)}
 }
 
 // get returns the cached tile k if it holds at least need hashes.
 func (c *tileCache) get(k tileKey, need int) *expandedTile {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
 	e, ok := c.items[k]
+	c.mu.RUnlock()
 	if !ok {
 		return nil
 	}
-	c.order.MoveToFront(e)
-	if x := e.Value.(*cacheEntry).x; x.width >= need {
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	if x := e.x.Load(); x.width >= need {
 		return x
 	}
 	return nil
@@ -111,16 +120,33 @@ func (c *tileCache) add(k tileKey, x *expandedTile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[k]; ok {
-		c.order.MoveToFront(e)
-		if ce := e.Value.(*cacheEntry); ce.x.width < x.width {
-			ce.x = x
+		e.ref.Store(true)
+		if e.x.Load().width < x.width {
+			e.x.Store(x)
 		}
 		return
 	}
-	c.items[k] = c.order.PushFront(&cacheEntry{k, x})
-	if c.order.Len() > c.max {
-		old := c.order.Back()
-		c.order.Remove(old)
-		delete(c.items, old.Value.(*cacheEntry).key)
+	e := &cacheEntry{key: k}
+	e.x.Store(x)
+	e.ref.Store(true)
+	if len(c.ring) < c.max {
+		c.ring = append(c.ring, e)
+		c.items[k] = e
+		return
+	}
+	// Full: the first entry not referenced since the hand last passed it
+	// goes. At most two turns, since the first clears every bit.
+	for {
+		old := c.ring[c.hand]
+		if old.ref.Load() {
+			old.ref.Store(false)
+			c.hand = (c.hand + 1) % len(c.ring)
+			continue
+		}
+		delete(c.items, old.key)
+		c.ring[c.hand] = e
+		c.items[k] = e
+		c.hand = (c.hand + 1) % len(c.ring)
+		return
 	}
 }

@@ -127,19 +127,24 @@ func (p *Prover) prove(nodes proof.Nodes) ([]Hash, error) {
 		}
 		hashes[i] = h
 	}
-	hs := make([][]byte, len(hashes))
-	for i := range hashes {
-		hs[i] = hashes[i][:]
+	_, begin, end := nodes.Ephem()
+	return rehash(hashes, begin, end), nil
+}
+
+// rehash folds hashes[begin:end], the nodes that cover the ephemeral node
+// from the lowest level up, into that node's hash, in place, as
+// proof.Nodes.Rehash does.
+func rehash(hashes []Hash, begin, end int) []Hash {
+	if end-begin < 2 {
+		return hashes
 	}
-	hs, err := nodes.Rehash(hs, hashChildren)
-	if err != nil { // unreachable: len(hs) == len(nodes.IDs)
-		return nil, err
+	h := hashes[begin]
+	for _, left := range hashes[begin+1 : end] {
+		h = NodeHash(left, h)
 	}
-	out := make([]Hash, len(hs))
-	for i, h := range hs {
-		out[i] = Hash(h)
-	}
-	return out, nil
+	hashes[begin] = h
+	n := copy(hashes[begin+1:], hashes[end:])
+	return hashes[:begin+1+n]
 }
 
 // RootAt returns the root hash of the tree of the given size: [EmptyRoot]
@@ -172,47 +177,146 @@ func (p *Prover) EdgeAt(size uint64) (*Edge, error) {
 func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 	k, ti, pos, need := nodeSpan(level, index)
 	s := level % TileHeight
+	key := tileKey{k, ti}
 	if p.cache != nil && keeps(k, s) {
-		if x := p.cache.get(tileKey{k, ti}, need); x != nil {
-			return x.node(s, index), nil
+		x := m.expanded(key, need)
+		if x == nil {
+			if x = p.cache.get(key, need); x == nil {
+				data, _, err := m.read(p.r, key, -1, need)
+				if err != nil {
+					return Hash{}, err
+				}
+				x = expandTile(data, lowestKept(k))
+				p.cache.add(key, x)
+			}
+			m.keep(memoTile{key: key, x: x})
 		}
+		return x.node(s, index), nil
 	}
-	data, err := m.read(p.r, k, ti, need)
+	// A low node spans at most 2^summaryLevel hashes (any number without a
+	// cache): hash them directly. A reader that can read part of a tile
+	// reads the aligned group of 2^summaryLevel hashes around them, which
+	// holds every low node a proof needs from this tile.
+	from := -1 // the whole tile
+	if span := need - pos; span <= 1<<summaryLevel {
+		from = pos &^ (1<<summaryLevel - 1)
+	}
+	data, from, err := m.read(p.r, key, from, need)
 	if err != nil {
 		return Hash{}, err
 	}
-	if p.cache != nil && keeps(k, s) {
-		x := expandTile(data, lowestKept(k))
-		p.cache.add(tileKey{k, ti}, x)
-		return x.node(s, index), nil
-	}
-	// A low node spans at most 2^summaryLevel hashes: hash them directly.
-	return subtreeHash(data[pos*HashSize : need*HashSize]), nil
+	return subtreeHash(data[(pos-from)*HashSize : (need-from)*HashSize]), nil
 }
 
-// tileMemo remembers the few tiles one computation has read, so that each is
-// read once.
+// tileMemo remembers the few tiles one computation has used, so that each
+// is read, or looked up in the cache, once.
 type tileMemo struct {
-	tiles []memoTile
+	n     int
+	tiles [8]memoTile // most computations need fewer
+	more  []memoTile
 }
 
+// memoTile is a tile as one computation has it: expanded, from the cache,
+// or hashes it read.
 type memoTile struct {
 	key  tileKey
-	data []byte
+	x    *expandedTile // nil: data
+	from int           // data holds the tile's hashes from..to-1
+	to   int
+	data []byte // hash from+i is data[i*HashSize:]
 }
 
-func (m *tileMemo) read(r TileReader, k, index uint64, need int) ([]byte, error) {
-	key := tileKey{k, index}
-	for _, t := range m.tiles {
-		if t.key == key && len(t.data) >= need*HashSize {
-			return t.data, nil
+func (m *tileMemo) each(f func(t *memoTile) bool) {
+	for i := range m.n {
+		if f(&m.tiles[i]) {
+			return
 		}
 	}
-	data, err := readTile(r, k, index, need)
-	if err != nil {
-		return nil, err
+	for i := range m.more {
+		if f(&m.more[i]) {
+			return
+		}
 	}
-	m.tiles = append(m.tiles, memoTile{key, data})
+}
+
+func (m *tileMemo) keep(t memoTile) {
+	if m.n < len(m.tiles) {
+		m.tiles[m.n] = t
+		m.n++
+		return
+	}
+	m.more = append(m.more, t)
+}
+
+// expanded returns the expanded tile key if this computation has it with at
+// least need hashes.
+func (m *tileMemo) expanded(key tileKey, need int) *expandedTile {
+	var x *expandedTile
+	m.each(func(t *memoTile) bool {
+		if t.key == key && t.x != nil && t.x.width >= need {
+			x = t.x
+			return true
+		}
+		return false
+	})
+	return x
+}
+
+// read returns hashes of tile key, hash from+i at data[i*HashSize:], up to
+// at least need-1. With from -1, or a reader that cannot read part of a
+// tile, it reads the whole tile (from 0); a part it has already read may
+// start lower than asked (it returns where).
+func (m *tileMemo) read(r TileReader, key tileKey, from, need int) (data []byte, start int, err error) {
+	found := false
+	m.each(func(t *memoTile) bool {
+		if t.key == key && t.x == nil && t.from <= max(from, 0) && t.to >= need {
+			data, start, found = t.data, t.from, true
+			return true
+		}
+		return false
+	})
+	if found {
+		return data, start, nil
+	}
+	rr, ok := r.(TileRangeReader)
+	if !ok || from < 0 {
+		if data, err = readTile(r, key.level, key.index, need); err != nil {
+			return nil, 0, err
+		}
+		m.keep(memoTile{key: key, to: len(data) / HashSize, data: data})
+		return data, 0, nil
+	}
+	to := min(from+1<<summaryLevel, TileWidth)
+	if data, err = readTileRange(rr, key.level, key.index, from, to, need); err != nil {
+		return nil, 0, err
+	}
+	m.keep(memoTile{key: key, from: from, to: from + len(data)/HashSize, data: data})
+	return data, from, nil
+}
+
+// A TileRangeReader is a [TileReader] that can also read part of a tile,
+// which spares copying a whole tile to use a few of its hashes.
+type TileRangeReader interface {
+	TileReader
+	// ReadTileRange returns hashes from to to-1 of the hash tile at the
+	// given tile level and index, or from to the tile's width if it holds
+	// fewer: its bytes from from*HashSize. The rules of ReadTile apply.
+	ReadTileRange(level, index uint64, from, to int) ([]byte, error)
+}
+
+// readTileRange reads hashes from..to-1 (or fewer, but at least up to
+// need-1) of tile (k, index) and checks them.
+func readTileRange(r TileRangeReader, k, index uint64, from, to, need int) ([]byte, error) {
+	data, err := r.ReadTileRange(k, index, from, to)
+	if err != nil {
+		return nil, &TileError{Level: k, Index: index, Need: need, Err: err}
+	}
+	if len(data)%HashSize != 0 || len(data) > (to-from)*HashSize {
+		return nil, &TileError{Level: k, Index: index, Have: from + len(data)/HashSize, Err: ErrMalformedTile}
+	}
+	if from+len(data)/HashSize < need {
+		return nil, &TileError{Level: k, Index: index, Have: from + len(data)/HashSize, Need: need, Err: ErrTileMissing}
+	}
 	return data, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -36,6 +37,11 @@ func serveCommand() *cli.Command {
    GET  /checkpoint, /tile/...       the log as C2SP tlog-tiles
    GET  /healthz, /readyz, /metrics  health and Prometheus metrics
 
+The Go heap runs under a soft limit of --memory-limit MiB (384 by default;
+0 for none; $GOMEMLIMIT, when set, wins): past it the collector works harder
+instead of letting the heap double, which keeps a server on a large log
+within a small container. docs/BENCHMARKS.md measures it.
+
 On SIGINT or SIGTERM it stops accepting connections, answers every append in
 flight, then closes the ledger. Clients (custody --ledger URL, package
 client) check every answer against the log's verifier key.
@@ -52,6 +58,7 @@ Example:
 			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's PEM private key file", TakesFile: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (structured logs on standard error)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long shutdown waits for appends in flight"},
+			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
@@ -62,6 +69,11 @@ Example:
 			}
 			if n := c.Int("max-inflight"); n < 1 || n > 1<<20 {
 				return usage(c, "--max-inflight %d: want 1..1048576", n)
+			}
+			if n := c.Int("memory-limit"); n < 0 || n > 1<<30 {
+				return usage(c, "--memory-limit %d: want 0 (none) or a size in MiB", n)
+			} else if n > 0 && os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(int64(n) << 20)
 			}
 			var h slog.Handler
 			switch c.String("log-format") {
