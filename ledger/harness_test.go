@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -140,6 +141,9 @@ func (w *world) checkProof(res *Result) {
 	leaf, err := w.l.LeafBytes(res.Index)
 	if err != nil {
 		w.t.Fatal(err)
+	}
+	if (res.Leaf == nil && !res.Duplicate) || (res.Leaf != nil && !bytes.Equal(res.Leaf, leaf)) {
+		w.t.Fatalf("result of %d carries leaf %q, stored %q", res.Index, res.Leaf, leaf)
 	}
 	if err := merkle.VerifyInclusion(res.Index, cp.Size, merkle.LeafHash(leaf), res.Proof, cp.Root); err != nil {
 		w.t.Fatalf("inclusion of %d in %d: %v", res.Index, cp.Size, err)

@@ -7,7 +7,8 @@ import "encoding/binary"
 //	l <index u64>            leaf bytes
 //	t <level u8> <index u64> hash tile (up to 256 hashes, grows in place)
 //	h <dedup hash 32>        index of the leaf holding the decision
-//	s <keyid hex> <seq u64>  index of the accepted statement
+//	s <keyid hex> <seq u64>  (no longer written: an index nothing read; a
+//	                         key's seq lives in its authority record)
 //	a <state key>            authority state record (JSON)
 //	m edge                   the tree's compact range
 //	m checkpoint             the latest signed checkpoint
@@ -16,7 +17,6 @@ const (
 	pLeaf  = 'l'
 	pTile  = 't'
 	pHash  = 'h'
-	pSeq   = 's'
 	pState = 'a'
 )
 
@@ -43,13 +43,6 @@ func tileKey(level, index uint64) []byte {
 
 func hashKey(h [32]byte) []byte {
 	return append([]byte{pHash}, h[:]...)
-}
-
-func seqKey(keyID string, seq uint64) []byte {
-	k := make([]byte, 0, 1+len(keyID)+8)
-	k = append(k, pSeq)
-	k = append(k, keyID...)
-	return binary.BigEndian.AppendUint64(k, seq)
 }
 
 func stateKey(key string) []byte {

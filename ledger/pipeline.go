@@ -32,6 +32,9 @@ type Result struct {
 	// proof of Index in it.
 	Head  Head
 	Proof []merkle.Hash
+	// Leaf is the leaf at Index as logged, when this submission logged it
+	// (nil for a Duplicate: read it with LeafBytes).
+	Leaf []byte
 }
 
 // request is one submission travelling through the pipeline.
@@ -415,8 +418,6 @@ func (l *Ledger) process(batch []*request) {
 			if wf := d.Statement.WorkflowID(); wf != "" {
 				workflows[wf] = true
 			}
-			h := d.Statement.Head()
-			writes = append(writes, [2][]byte{seqKey(req.env.KeyID, h.Seq), be64(next)})
 		case authority.Denied:
 			if !l.limiter.allow(d.SignerKey, at) {
 				a.err = refusal(authority.RateLimited, "key %s has had too many denials; this one was not logged (%s: %s)", d.SignerKey, d.Code, d.Reason)
@@ -446,7 +447,7 @@ func (l *Ledger) process(batch []*request) {
 		}
 		writes = append(writes, [2][]byte{leafKey(next), leaf}, [2][]byte{hashKey(req.hash), be64(next)})
 		hashes = append(hashes, merkle.LeafHash(leaf))
-		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes}
+		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Leaf: leaf}
 		seen[req.hash] = i
 		next++
 	}

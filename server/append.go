@@ -84,7 +84,10 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, api.CodeInternal, "nothing was acknowledged: "+err.Error())
 		return
 	}
-	leaf, err := s.l.LeafBytes(res.Index)
+	leaf := res.Leaf
+	if leaf == nil {
+		leaf, err = s.l.LeafBytes(res.Index)
+	}
 	if err != nil {
 		s.m.appends.WithLabelValues("error").Inc()
 		s.log.Error("reading an acknowledged leaf", "index", res.Index, "err", err)
