@@ -371,6 +371,10 @@ func badgerOptions(path string, o Options) badger.Options {
 		// not 55. A point read decompresses one 16 KiB block (cached).
 		// Tables written earlier keep their block size.
 		WithBlockSize(16 << 10).
+		// 8 MiB base tables, not 2: a 10M-entry log holds about 100 tables
+		// instead of about 400, and opening it with a cold page cache reads
+		// each table's index once (1.3 s -> 0.3-0.5 s at 10M).
+		WithBaseTableSize(8 << 20).
 		WithNumCompactors(2).
 		// Values over 1 KiB (leaves, full tiles) go to the value log, so
 		// compaction does not rewrite them; small records stay in the LSM.
