@@ -53,8 +53,9 @@ type request struct {
 }
 
 type answer struct {
-	res *Result
-	err error
+	res   *Result
+	err   error
+	tiles *recentTiles // the committed batch's tiles, if res is in it
 }
 
 // leafOverhead bounds the bytes a leaf adds around its envelope:
@@ -121,7 +122,11 @@ func (p *Pending) Wait(ctx context.Context) (*Result, error) {
 		if a.err != nil || a.res == nil {
 			return nil, a.err
 		}
-		proof, err := p.l.prover.InclusionProof(a.res.Index, a.res.Head.Size)
+		prover := p.l.prover
+		if a.tiles != nil {
+			prover = prover.Over(a.tiles) // the batch's own tiles, in memory
+		}
+		proof, err := prover.InclusionProof(a.res.Index, a.res.Head.Size)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d is durable, but its inclusion proof failed: %w", a.res.Index, err)
 		}
@@ -480,6 +485,7 @@ type job struct {
 	n         int              // leaves
 	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
 	workflows map[string]bool  // the workflows its leaves join
+	tiles     *recentTiles     // the tiles it writes, for its answers' proofs
 	writes    [][2][]byte      // everything its transaction writes
 	head      *Head            // the head it commits
 	done      chan error       // the commit's outcome, once its answers are sent
@@ -501,8 +507,11 @@ func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error
 	if err != nil {
 		return err
 	}
-	for _, t := range l.builder.Flush() {
+	flushed := l.builder.Flush()
+	j.tiles = &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: badgerTiles{l.db}}
+	for _, t := range flushed {
 		writes = append(writes, [2][]byte{tileKey(t.Level, t.Index), t.Data})
+		j.tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
 	}
 	l.engine.Dirty(func(k string, v []byte) { writes = append(writes, [2][]byte{stateKey(k), v}) })
 	l.engine.Written()
@@ -568,10 +577,14 @@ func (l *Ledger) answer(j *job, head *Head) {
 				a.res = &cp
 			}
 		}
+		var tiles *recentTiles
 		if a.res != nil {
 			a.res.Head = *head
+			if head == j.head {
+				tiles = j.tiles
+			}
 		}
-		a.req.done <- answer{res: a.res, err: a.err}
+		a.req.done <- answer{res: a.res, err: a.err, tiles: tiles}
 	}
 }
 

@@ -314,3 +314,33 @@ func (l *Ledger) StateRecords() (map[string][]byte, error) {
 	})
 	return out, err
 }
+
+// recentTiles serves the tiles one batch wrote from memory, and every other
+// tile from Badger: a batch's answers prove their leaves against the head
+// that batch committed, whose right edge (every tile the batch changed) is
+// exactly these tiles, so most proofs read nothing from Badger. The tiles
+// are those committed, so the prover's cache stays consistent.
+type recentTiles struct {
+	tiles map[[2]uint64][]byte
+	base  badgerTiles
+}
+
+// ReadTile returns the stored tile.
+func (r *recentTiles) ReadTile(level, index uint64) ([]byte, error) {
+	if t, ok := r.tiles[[2]uint64{level, index}]; ok {
+		return t, nil
+	}
+	return r.base.ReadTile(level, index)
+}
+
+// ReadTileRange returns hashes from..to-1 of the stored tile.
+func (r *recentTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, error) {
+	if t, ok := r.tiles[[2]uint64{level, index}]; ok {
+		if from < 0 || to < from {
+			return nil, fmt.Errorf("tile %d/%d: bad range %d..%d", level, index, from, to)
+		}
+		lo, hi := min(from*merkle.HashSize, len(t)), min(to*merkle.HashSize, len(t))
+		return t[lo:hi], nil
+	}
+	return r.base.ReadTileRange(level, index, from, to)
+}

@@ -60,6 +60,14 @@ func NewProver(r TileReader, cacheTiles int) *Prover {
 	return p
 }
 
+// Over returns a Prover that reads tiles from r and shares p's cache. r must
+// serve the same tree as p's reader (for example, the tiles a commit just
+// wrote, in memory, in front of the store): the cache holds no tile that
+// could differ between the two.
+func (p *Prover) Over(r TileReader) *Prover {
+	return &Prover{r: r, cache: p.cache}
+}
+
 // InclusionProof returns the RFC 6962 inclusion proof (audit path) of the
 // leaf at index in the tree of the given size, read from the tiles in r,
 // nearest sibling first. It is NewProver(r, 0).InclusionProof.
