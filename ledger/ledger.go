@@ -133,13 +133,11 @@ type Ledger struct {
 	origin  string
 	opts    Options
 	db      *badger.DB
-	logKey  ed25519.PrivateKey
+	kr      keyring
 	signer  note.Signer   // the first checkpoint key
 	signers []note.Signer // the others, during a rotation
 	keySet  *merkle.KeySet
 	vkey    string // keySet, as text: what verifiers need
-	retired []retiredKey
-	ckeys   []ed25519.PrivateKey
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
@@ -180,6 +178,19 @@ var ErrLocked = errors.New("ledger: the data folder is in use by another process
 // Open opens the ledger in dir, which Init created.
 func Open(dir string, opts Options) (*Ledger, error) {
 	opts.defaults()
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := cfg.keyring(dir, opts.Passphrase)
+	if err != nil {
+		return nil, err
+	}
+	return open(dir, cfg.Origin, kr, opts)
+}
+
+// readConfig reads the data folder's config.
+func readConfig(dir string) (*config, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, configName))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -191,11 +202,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("ledger config %s: %w", filepath.Join(dir, configName), err)
 	}
-	kr, err := cfg.keyring(dir, opts.Passphrase)
-	if err != nil {
-		return nil, err
-	}
-	return open(dir, cfg.Origin, kr, opts)
+	return &cfg, nil
 }
 
 // keyring reads the key files the config names.
@@ -242,7 +249,7 @@ func open(dir, origin string, kr keyring, opts Options) (*Ledger, error) {
 		}
 		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
 	}
-	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, logKey: kr.log, ckeys: kr.checkpoint, retired: kr.retired,
+	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, kr: kr,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst)}
 	if err := l.load(); err != nil {

@@ -600,7 +600,7 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 		if err != nil {
 			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
 		}
-		e, err := sign.Sign(l.logKey, statement.Denial.Lower(), payload)
+		e, err := sign.Sign(l.kr.log, statement.Denial.Lower(), payload)
 		if err != nil {
 			return nil, nil, fmt.Errorf("signing DENIAL %d: %w", index, err)
 		}

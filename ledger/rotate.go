@@ -44,7 +44,7 @@ func oneKey(k ed25519.PrivateKey) keyring {
 func (l *Ledger) loadKeys() error {
 	l.signer, l.signers = nil, nil
 	var lines []string
-	for i, k := range l.ckeys {
+	for i, k := range l.kr.checkpoint {
 		s, err := merkle.NewSigner(l.origin, k)
 		if err != nil {
 			return fmt.Errorf("checkpoint key %d: %w", i+1, err)
@@ -60,10 +60,10 @@ func (l *Ledger) loadKeys() error {
 		}
 		lines = append(lines, vk)
 	}
-	for _, r := range l.retired {
+	for _, r := range l.kr.retired {
 		lines = append(lines, fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize))
 	}
-	if len(l.logKey) != ed25519.PrivateKeySize {
+	if len(l.kr.log) != ed25519.PrivateKeySize {
 		return errors.New("log key: not an Ed25519 private key")
 	}
 	ks, err := merkle.ParseKeySet(strings.Join(lines, "\n"))
@@ -75,7 +75,7 @@ func (l *Ledger) loadKeys() error {
 	}
 	// GENESIS binds the log key as the log's verifier key; readers check
 	// it is in the set they hold, so it must never leave it.
-	if !ks.Has(l.logKey.Public().(ed25519.PublicKey)) {
+	if !ks.Has(l.kr.log.Public().(ed25519.PublicKey)) {
 		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
 	}
 	l.keySet, l.vkey = ks, ks.String()
@@ -129,8 +129,8 @@ type Rotation struct {
 // verifiers hold the new key.
 func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 	return changeKeys(dir, opts, func(l *Ledger, cfg *config) error {
-		if len(l.ckeys) > 1 {
-			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.ckeys))
+		if len(l.kr.checkpoint) > 1 {
+			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.kr.checkpoint))
 		}
 		path := keyFile
 		if !filepath.IsAbs(path) {
@@ -141,7 +141,7 @@ func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 			return fmt.Errorf("reading the new checkpoint key: %w", err)
 		}
 		pub := k.Public().(ed25519.PublicKey)
-		if l.keySet.Has(pub) || pub.Equal(l.logKey.Public()) {
+		if l.keySet.Has(pub) { // the log key is always in the set
 			return fmt.Errorf("%s holds a key this log has used for checkpoints already: a rotation needs a new key", keyFile)
 		}
 		if rec, err := l.KeyBinding(sign.KeyID(pub)); err != nil {
@@ -167,7 +167,7 @@ func FinishRotation(dir string, opts Options) (*Rotation, error) {
 		}
 		size := l.Head().Size
 		last := len(cfg.CheckpointKeys) - 1
-		for _, k := range l.ckeys[:last] {
+		for _, k := range l.kr.checkpoint[:last] {
 			vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
 			if err != nil {
 				return err
@@ -183,47 +183,16 @@ func FinishRotation(dir string, opts Options) (*Rotation, error) {
 // edit its config, writes the config, and opens it again, which signs the
 // head with the keys the new config names.
 func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (*Rotation, error) {
-	cfgPath := filepath.Join(dir, configName)
 	l, err := Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(cfgPath)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	var cfg config
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("ledger config %s: %w", cfgPath, err)
-	}
 	before := l.keySet
-	if err := change(l, &cfg); err != nil {
-		l.Close()
-		return nil, err
+	cfg, err := writeNewConfig(l, dir, opts, change)
+	if cerr := l.Close(); err == nil {
+		err = cerr
 	}
-	// Check the new config's keys before writing it.
-	if _, err := cfg.keyring(dir, opts.Passphrase); err != nil {
-		l.Close()
-		return nil, err
-	}
-	out, _ := json.MarshalIndent(cfg, "", "  ")
-	tmp := cfgPath + ".new"
-	os.Remove(tmp)
-	if err := writeFileSync(tmp, append(out, '\n'), 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := os.Rename(tmp, cfgPath); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := syncDir(dir); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := l.Close(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if l, err = Open(dir, opts); err != nil {
@@ -241,4 +210,31 @@ func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (
 		}
 	}
 	return r, nil
+}
+
+// writeNewConfig lets change edit the config of the open ledger l, checks
+// that the keys it names can be read, and replaces the config file
+// atomically.
+func writeNewConfig(l *Ledger, dir string, opts Options, change func(*Ledger, *config) error) (*config, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := change(l, cfg); err != nil {
+		return nil, err
+	}
+	if _, err := cfg.keyring(dir, opts.Passphrase); err != nil {
+		return nil, err
+	}
+	out, _ := json.MarshalIndent(cfg, "", "  ")
+	cfgPath := filepath.Join(dir, configName)
+	tmp := cfgPath + ".new"
+	os.Remove(tmp)
+	if err := writeFileSync(tmp, append(out, '\n'), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, cfgPath); err != nil {
+		return nil, err
+	}
+	return cfg, syncDir(dir)
 }

@@ -6,11 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -132,8 +128,6 @@ func TestFastEnvelopeTaken(t *testing.T) {
 	}
 }
 
-var placeholder = regexp.MustCompile(`\{\{([a-zA-Z]+)(?::([^:}]*))?(?::([^}]*))?\}\}`)
-
 // adversarialEnvelopes applies every envelope edit of testdata/adversarial
 // to a canonical envelope, with the placeholders filled in from it.
 func adversarialEnvelopes(tb testing.TB) [][]byte {
@@ -148,15 +142,8 @@ func adversarialEnvelopes(tb testing.TB) [][]byte {
 	}
 	s := env.Signatures[0]
 	expand := func(x string) string {
-		return placeholder.ReplaceAllStringFunc(x, func(m string) string {
-			p := placeholder.FindStringSubmatch(m)
-			switch p[1] {
-			case "rep":
-				n, _ := strconv.Atoi(p[2])
-				return strings.Repeat(p[3], min(n, 70000))
-			case "byte":
-				b, _ := strconv.ParseUint(p[2], 16, 8)
-				return string([]byte{byte(b)})
+		return fuzzseed.ExpandPlaceholders(x, func(name string) string {
+			switch name {
 			case "keyid", "rawkeyid", "hash":
 				return s.KeyID
 			case "KEYID":
@@ -171,23 +158,15 @@ func adversarialEnvelopes(tb testing.TB) [][]byte {
 			return "1"
 		})
 	}
-	files, err := filepath.Glob("../testdata/adversarial/*.json")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("adversarial corpus: %v", err)
-	}
 	out := [][]byte{raw}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
+	for _, data := range fuzzseed.AdversarialCases(tb) {
 		var c struct {
 			Steps []struct {
 				EnvelopeEdit []struct{ From, To string } `json:"envelope_edit"`
 			}
 		}
 		if err := json.Unmarshal(data, &c); err != nil {
-			tb.Fatalf("%s: %v", file, err)
+			tb.Fatal(err)
 		}
 		for _, st := range c.Steps {
 			edited := raw

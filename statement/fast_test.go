@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,20 +142,11 @@ type kindPayload struct {
 	payload []byte
 }
 
-var placeholder = regexp.MustCompile(`\{\{([a-zA-Z]+)(?::([^:}]*))?(?::([^}]*))?\}\}`)
-
 // expand fills in the corpus's placeholders with fixed values: the
 // payloads need not verify, only exercise the decoders.
 func expand(s string) string {
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		p := placeholder.FindStringSubmatch(m)
-		switch p[1] {
-		case "rep":
-			n, _ := strconv.Atoi(p[2])
-			return strings.Repeat(p[3], min(n, 70000))
-		case "byte":
-			b, _ := strconv.ParseUint(p[2], 16, 8)
-			return string([]byte{byte(b)})
+	return fuzzseed.ExpandPlaceholders(s, func(name string) string {
+		switch name {
 		case "seq", "n":
 			return "1"
 		case "ts":
@@ -191,16 +180,8 @@ func adversarialPayloads(tb testing.TB) []kindPayload {
 			base[c.Kind] = c.Payload
 		}
 	}
-	files, err := filepath.Glob("../testdata/adversarial/*.json")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("adversarial corpus: %v", err)
-	}
 	var out []kindPayload
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
+	for _, data := range fuzzseed.AdversarialCases(tb) {
 		var c struct {
 			Steps []struct {
 				Kind        Kind
@@ -209,7 +190,7 @@ func adversarialPayloads(tb testing.TB) []kindPayload {
 			}
 		}
 		if err := json.Unmarshal(data, &c); err != nil {
-			tb.Fatalf("%s: %v", file, err)
+			tb.Fatal(err)
 		}
 		for _, s := range c.Steps {
 			b, ok := base[s.Kind]
