@@ -27,6 +27,20 @@ type AppendResult struct {
 	// CPUUs is the process's CPU time per submission in microseconds (all
 	// goroutines: clients, server, ledger, Badger).
 	CPUUs float64 `json:"cpu_us_per_op"`
+	// MeanBatch is the mean number of entries in the ledger's commits
+	// during the run, and CommitMs the mean time of one (the Badger commit
+	// and its fsyncs): what the pipeline's batching made of the load.
+	MeanBatch float64 `json:"mean_batch"`
+	CommitMs  float64 `json:"commit_ms"`
+}
+
+// withCommits fills in r's batching figures from the ledger's counters
+// before (s0) and after the run.
+func (r *AppendResult) withCommits(s0, s1 ledger.Stats) {
+	if n := s1.Batches - s0.Batches; n > 0 {
+		r.MeanBatch = float64(s1.Entries-s0.Entries) / float64(n)
+		r.CommitMs = 1000 * (s1.CommitSeconds - s0.CommitSeconds) / float64(n)
+	}
 }
 
 // VerifyCeiling returns parallel Ed25519 verifies/s of envelope (as the
@@ -163,6 +177,7 @@ func (ab *authBench) run(ctx context.Context, window int) (AppendResult, error) 
 	var firstErr error
 	lat := make([][]time.Duration, len(streams))
 	total := ab.total()
+	s0 := ab.w.l.Stats()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for si, envs := range streams {
@@ -218,8 +233,10 @@ func (ab *authBench) run(ctx context.Context, window int) (AppendResult, error) 
 		all = append(all, l...)
 	}
 	p50, p99 := percentiles(all)
-	return AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: window * len(streams),
-		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}, nil
+	r := AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: window * len(streams),
+		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}
+	r.withCommits(s0, ab.w.l.Stats())
+	return r, nil
 }
 
 // Ceiling is the verify ceiling: verifies/s on all cores, and the CPU

@@ -55,6 +55,7 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 	var firstErr error
 	lat := make([][]time.Duration, len(ab.chains))
 	total := ab.total()
+	s0 := ab.w.l.Stats()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for ci, c := range ab.chains {
@@ -123,6 +124,8 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 		all = append(all, l...)
 	}
 	p50, p99 := percentiles(all)
-	return AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: len(ab.chains),
-		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}, nil
+	r := AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: len(ab.chains),
+		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}
+	r.withCommits(s0, ab.w.l.Stats())
+	return r, nil
 }
