@@ -132,13 +132,13 @@ func TestProverCache(t *testing.T) {
 		}
 	}
 	// Once its tiles are cached, the proof of leaf 7 reads only the level-0
-	// tiles holding nodes below sub-level 4 that it needs (those are
-	// recomputed from the tile's hashes, not cached), once each. It needs
-	// tiles 0/0 and 1/0 (full) and, for the ephemeral node covering
+	// tiles holding nodes below sub-level 5 (summaryLevel) that it needs
+	// (those are recomputed from the tile's hashes, not cached), once each.
+	// It needs tiles 0/0 and 1/0 (full) and, for the ephemeral node covering
 	// [65536, 70000), the partial tiles 1/1 (17 hashes) and 0/273 (112):
-	// the low siblings of leaf 7 lie in 0/0, while the ephemeral node's part
-	// in 0/273 (112 = 64+32+16 hashes) lies at sub-levels 6, 5 and 4, all
-	// cached: 1 read a proof.
+	// the low siblings of leaf 7 lie in 0/0, and the ephemeral node's part
+	// in 0/273 (112 = 64+32+16 hashes) lies at sub-levels 6 and 5, cached,
+	// and 4, read: 2 reads a proof.
 	four := NewProver(counting, 4)
 	four.InclusionProof(7, n)
 	before := reads
@@ -148,8 +148,8 @@ func TestProverCache(t *testing.T) {
 			t.Fatalf("cached proof of 7: %v", err)
 		}
 	}
-	if got := reads - before; got != 10 {
-		t.Errorf("10 cached proofs read %d tiles, want 10 (1 each)", got)
+	if got := reads - before; got != 20 {
+		t.Errorf("10 cached proofs read %d tiles, want 20 (2 each)", got)
 	}
 	if got := len(four.cache.items); got != 4 {
 		t.Errorf("cache holds %d tiles, want 4", got)
@@ -235,11 +235,11 @@ func TestProverCacheGrowingTree(t *testing.T) {
 
 func TestExpandedTileSummary(t *testing.T) {
 	m, _ := buildTiles(t, TileWidth)
-	for _, w := range []int{16, 17, 100, 255, 256} {
+	for _, w := range []int{16, 17, 31, 32, 33, 100, 255, 256} {
 		data := m[tileKey{0, 0}][:w*HashSize]
 		x := expandTile(data, summaryLevel)
-		if len(x.h) != 31 {
-			t.Fatalf("a summary holds %d hashes, want 31", len(x.h))
+		if want := 2*TileWidth>>summaryLevel - 1; len(x.h) != want {
+			t.Fatalf("a summary holds %d hashes, want %d", len(x.h), want)
 		}
 		for s := uint64(summaryLevel); s <= TileHeight; s++ {
 			for i := uint64(0); i < uint64(w)>>s; i++ {
