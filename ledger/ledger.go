@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/skl"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custodylog/custody/authority"
@@ -25,8 +26,9 @@ import (
 // Options tune an open ledger. The zero value is sensible.
 type Options struct {
 	// MaxBatch is the most submissions committed in one transaction
-	// (default 2048). MaxBatchBytes bounds their total size (default 4 MiB),
-	// keeping each transaction well under Badger's limit.
+	// (default 1024). MaxBatchBytes bounds their total size (default 4 MiB).
+	// A batch whose transaction would still pass Badger's size limit is
+	// split in two and decided again (see txnBudget).
 	MaxBatch      int
 	MaxBatchBytes int
 	// MaxDelay is how long the sequencer waits for more submissions once a
@@ -67,7 +69,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 2048
+		o.MaxBatch = 1024
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = 4 << 20
@@ -156,6 +158,9 @@ type Ledger struct {
 	builder  *merkle.Builder
 	limiter  *limiter
 	lastAt   time.Time
+	// txnBudget is the most a batch's transaction may weigh (txnSize):
+	// the constant txnBudget, smaller in tests of split.
+	txnBudget int
 
 	head     atomic.Pointer[Head] // the latest committed tree head
 	watchers broadcaster
@@ -251,7 +256,7 @@ func open(dir, origin string, kr keyring, opts Options) (*Ledger, error) {
 	}
 	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, kr: kr,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
-		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst)}
+		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: txnBudget}
 	if err := l.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -353,6 +358,32 @@ func (l *Ledger) VerifierKey() string { return l.vkey }
 // Head returns the latest committed tree head.
 func (l *Ledger) Head() Head { return *l.head.Load() }
 
+// memTableSize is Badger's memtable size.
+const memTableSize = 16 << 20
+
+// valueThreshold is the value size from which Badger keeps a value in the
+// value log, with only a pointer in the LSM tree.
+const valueThreshold = 1 << 10
+
+// txnBudget is the most a batch's transaction may weigh by Badger's own
+// reckoning (see txnWeight): 90% of its limit, 15% of a memtable.
+const txnBudget = memTableSize * 15 / 100 * 9 / 10
+
+// txnSize is what writes weigh against Badger's transaction limits, in
+// its own reckoning: per write, the key, the value (or a 12-byte pointer
+// for a value in the value log), two bytes of metadata and ten of
+// version; and, against the limit on entries, MaxNodeSize bytes each.
+func txnSize(writes [][2][]byte) (bytes, entries int) {
+	for _, w := range writes {
+		v := len(w[1])
+		if v >= valueThreshold {
+			v = 12
+		}
+		bytes += len(w[0]) + v + 2 + 10
+	}
+	return bytes, len(writes) * skl.MaxNodeSize
+}
+
 func badgerOptions(path string, o Options) badger.Options {
 	bo := badger.DefaultOptions(path).
 		// Every commit is fsynced: an acknowledged entry is durable.
@@ -363,10 +394,14 @@ func badgerOptions(path string, o Options) badger.Options {
 		// Leaves, tiles and records are written once and overwritten only
 		// by the same key (tiles grow, records update): keep one version.
 		WithNumVersionsToKeep(1).
-		// 2 cores, small memory: two 32 MiB memtables (a 4 MiB batch is far
-		// below the 15% transaction limit), bounded caches for the reads
-		// proofs and bundles do, and compaction on both cores.
-		WithMemTableSize(32 << 20).
+		// 2 cores, small memory: two 16 MiB memtables, bounded caches for
+		// the reads proofs and bundles do, and compaction on both cores.
+		// Each memtable's arena (1.3 times its size) lives on the Go heap
+		// from the moment the ledger opens, so it sets how far the
+		// collector lets the heap grow: 32 MiB memtables cost about 40 MiB
+		// more resident memory at 10M entries. A transaction may hold at
+		// most 15% of a memtable (2.4 MiB); see txnBudget.
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(4).
 		WithNumLevelZeroTablesStall(8).
@@ -385,7 +420,7 @@ func badgerOptions(path string, o Options) badger.Options {
 		WithNumCompactors(2).
 		// Values over 1 KiB (leaves, full tiles) go to the value log, so
 		// compaction does not rewrite them; small records stay in the LSM.
-		WithValueThreshold(1 << 10).
+		WithValueThreshold(valueThreshold).
 		WithValueLogFileSize(256 << 20)
 	switch {
 	case o.BadgerLog != nil:

@@ -459,6 +459,10 @@ func (l *Ledger) process(batch []*request) {
 	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, done: make(chan error, 1)}
 	if len(hashes) > 0 {
 		if err := l.prepare(j, writes, hashes); err != nil {
+			if errors.Is(err, errTxnTooBig) {
+				l.split(batch, answers, err)
+				return
+			}
 			l.drain()
 			l.fail(batch, answers, err)
 			return
@@ -519,8 +523,42 @@ func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error
 	if size == uint64(len(hashes)) {
 		writes = append(writes, [2][]byte{kOrigin, []byte(l.origin)})
 	}
+	if n, e := txnSize(writes); n > l.txnBudget || e > l.txnBudget {
+		return fmt.Errorf("%w: %d entries weigh %d bytes (%d as entries) against a budget of %d",
+			errTxnTooBig, len(hashes), n, e, l.txnBudget)
+	}
 	j.writes, j.head = writes, &Head{Size: size, Root: root, Checkpoint: cp}
 	return nil
+}
+
+// errTxnTooBig is prepare's error for a batch whose transaction would pass
+// Badger's size limit.
+var errTxnTooBig = errors.New("the batch's transaction is too big")
+
+// split decides again, as two batches, a batch whose transaction would be
+// too big: its decisions are undone first (prepare may already have
+// extended the tree and taken the engine's records; reloading the
+// committed state forgets both). A single submission that is too big on
+// its own is refused as too_large, and nothing of it is logged. Rare: the
+// default MaxBatch keeps ordinary batches far below the budget, but one
+// statement can change many records (a revocation, for one).
+func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
+	if err := l.drain(); err != nil {
+		l.fail(batch, answers, err)
+		return
+	}
+	if err := l.recoverState(); err != nil {
+		l.fail(batch, answers, err)
+		return
+	}
+	l.stats.splits.Add(1)
+	if len(batch) == 1 {
+		batch[0].done <- answer{err: refusal(authority.TooLarge, "the statement changes too much state to commit in one transaction (%v)", cause)}
+		return
+	}
+	mid := len(batch) / 2
+	l.process(batch[:mid])
+	l.process(batch[mid:])
 }
 
 // inflightHash reports whether the batch in flight logs a submission with

@@ -21,6 +21,9 @@ type Stats struct {
 	// BatchBuckets does.
 	CommitSeconds float64
 	CommitBuckets [len(CommitBucketBounds) + 1]uint64
+	// Splits counts batches decided again as two because their
+	// transaction would have passed Badger's size limit.
+	Splits uint64
 }
 
 // BatchBucketBounds are the upper bounds of the batch-size buckets.
@@ -35,6 +38,7 @@ var CommitBucketBounds = [...]float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0
 type stats struct {
 	batches, entries atomic.Uint64
 	commitNanos      atomic.Uint64
+	splits           atomic.Uint64
 	batchBuckets     [len(BatchBucketBounds) + 1]atomic.Uint64
 	commitBuckets    [len(CommitBucketBounds) + 1]atomic.Uint64
 }
@@ -62,6 +66,7 @@ func (l *Ledger) Stats() Stats {
 	out.Batches = l.stats.batches.Load()
 	out.Entries = l.stats.entries.Load()
 	out.CommitSeconds = time.Duration(l.stats.commitNanos.Load()).Seconds()
+	out.Splits = l.stats.splits.Load()
 	for i := range out.BatchBuckets {
 		out.BatchBuckets[i] = l.stats.batchBuckets[i].Load()
 	}
