@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,9 +49,6 @@ func HTTPAppends(ctx context.Context, dir string, n, clients int) (AppendResult,
 }
 
 func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, error) {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * len(ab.chains),
-		MaxIdleConnsPerHost: 2 * len(ab.chains), IdleConnTimeout: time.Minute}}
-	defer hc.CloseIdleConnections()
 	var wg sync.WaitGroup
 	var acc, den atomic.Int64
 	var errOnce sync.Once
@@ -62,30 +62,26 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			conn, err := dialHTTP(ctx, url)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err })
+				return
+			}
+			defer conn.Close()
 			post := func(env []byte) error {
 				t0 := time.Now()
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(env))
-				if err != nil {
-					return err
-				}
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := hc.Do(req)
-				if err != nil {
-					return err
-				}
-				body, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				status, body, err := conn.post(env)
 				if err != nil {
 					return err
 				}
 				lat[ci] = append(lat[ci], time.Since(t0))
-				switch resp.StatusCode {
+				switch status {
 				case http.StatusOK:
 					acc.Add(1)
 				case http.StatusForbidden:
 					den.Add(1)
 				default:
-					return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+					return fmt.Errorf("POST %s: %d: %s", url, status, bytes.TrimSpace(body))
 				}
 				return nil
 			}
@@ -129,3 +125,58 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 	r.withCommits(s0, ab.w.l.Stats())
 	return r, nil
 }
+
+// httpConn is a minimal HTTP/1.1 client on one persistent connection, one
+// request at a time, as a load generator such as wrk is: the request is one
+// write and the answer is read on the calling goroutine, so the figure is
+// the server's, not the cost of net/http's client transport (two more
+// goroutines and their wake-ups per request) sharing its cores.
+type httpConn struct {
+	conn net.Conn
+	br   *bufio.Reader
+	head []byte // the request line and headers up to Content-Length's value
+	buf  []byte
+}
+
+// dialHTTP connects to the host of url (http://host:port/path) for POSTs
+// to its path.
+func dialHTTP(ctx context.Context, url string) (*httpConn, error) {
+	rest, ok := strings.CutPrefix(url, "http://")
+	if !ok {
+		return nil, fmt.Errorf("%s: want http://host:port/path", url)
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: ", path, host)
+	return &httpConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), head: []byte(head)}, nil
+}
+
+// post sends body and returns the answer's status and body.
+func (c *httpConn) post(body []byte) (int, []byte, error) {
+	c.buf = append(c.buf[:0], c.head...)
+	c.buf = strconv.AppendInt(c.buf, int64(len(body)), 10)
+	c.buf = append(c.buf, "\r\n\r\n"...)
+	c.buf = append(c.buf, body...)
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return 0, nil, err
+	}
+	if resp.Close {
+		return 0, nil, fmt.Errorf("the server closed the connection after a %s answer: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return resp.StatusCode, b, nil
+}
+
+func (c *httpConn) Close() error { return c.conn.Close() }
