@@ -33,7 +33,10 @@ func TestSuiteTiny(t *testing.T) {
 	if a := r.Auth; a == nil || a.Denied == 0 || a.Accepted+a.Denied != a.Submissions || a.Submissions < 380 {
 		t.Errorf("authorised appends: %+v", a)
 	}
-	if h := r.HTTP; h == nil || h.Denied == 0 || h.Accepted+h.Denied != h.Submissions {
+	if a := r.Auth; a != nil && (a.MeanBatch < 1 || a.CommitMs <= 0) {
+		t.Errorf("authorised appends: batching figures %+v", a)
+	}
+	if h := r.HTTP; h == nil || h.Denied == 0 || h.Accepted+h.Denied != h.Submissions || h.MeanBatch < 1 {
 		t.Errorf("HTTP appends: %+v", h)
 	}
 	if l := r.LogOnly; l == nil || l.Accepted != 300 || l.PerSec <= 0 {
