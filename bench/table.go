@@ -125,7 +125,11 @@ func (r *Report) WriteTable(w io.Writer) {
 func rate(v float64) string { return num(v) + "/s" }
 
 func latency(a *AppendResult) string {
-	return fmt.Sprintf(" (p50 %.1f ms, p99 %.1f ms; %.0f µs CPU each)", a.P50Ms, a.P99Ms, a.CPUUs)
+	s := fmt.Sprintf(" (p50 %.1f ms, p99 %.1f ms; %.0f µs CPU each", a.P50Ms, a.P99Ms, a.CPUUs)
+	if a.MeanBatch > 0 {
+		s += fmt.Sprintf("; commits of %.0f in %.1f ms", a.MeanBatch, a.CommitMs)
+	}
+	return s + ")"
 }
 
 func cpu(us float64) string { return fmt.Sprintf(" (%.0f µs CPU each)", us) }
