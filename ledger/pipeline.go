@@ -53,9 +53,11 @@ type request struct {
 }
 
 type answer struct {
-	res   *Result
-	err   error
-	tiles *recentTiles // the committed batch's tiles, if res is in it
+	res *Result
+	err error
+	// prover proves res from the committed batch's tiles, in memory, when
+	// res is in that batch.
+	prover *merkle.Prover
 }
 
 // leafOverhead bounds the bytes a leaf adds around its envelope:
@@ -123,8 +125,8 @@ func (p *Pending) Wait(ctx context.Context) (*Result, error) {
 			return nil, a.err
 		}
 		prover := p.l.prover
-		if a.tiles != nil {
-			prover = prover.Over(a.tiles) // the batch's own tiles, in memory
+		if a.prover != nil {
+			prover = a.prover // the batch's own tiles, in memory
 		}
 		proof, err := prover.InclusionProof(a.res.Index, a.res.Head.Size)
 		if err != nil {
@@ -489,7 +491,7 @@ type job struct {
 	n         int              // leaves
 	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
 	workflows map[string]bool  // the workflows its leaves join
-	tiles     *recentTiles     // the tiles it writes, for its answers' proofs
+	prover    *merkle.Prover   // proves its answers from the tiles it writes
 	writes    [][2][]byte      // everything its transaction writes
 	head      *Head            // the head it commits
 	done      chan error       // the commit's outcome, once its answers are sent
@@ -512,11 +514,12 @@ func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error
 		return err
 	}
 	flushed := l.builder.Flush()
-	j.tiles = &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: badgerTiles{l.db}}
+	tiles := &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: badgerTiles{l.db}}
 	for _, t := range flushed {
 		writes = append(writes, [2][]byte{tileKey(t.Level, t.Index), t.Data})
-		j.tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
+		tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
 	}
+	j.prover = l.prover.Over(tiles)
 	l.engine.Dirty(func(k string, v []byte) { writes = append(writes, [2][]byte{stateKey(k), v}) })
 	l.engine.Written()
 	writes = append(writes, [2][]byte{kEdge, edge}, [2][]byte{kCheckpoint, cp})
@@ -615,14 +618,14 @@ func (l *Ledger) answer(j *job, head *Head) {
 				a.res = &cp
 			}
 		}
-		var tiles *recentTiles
+		var prover *merkle.Prover
 		if a.res != nil {
 			a.res.Head = *head
 			if head == j.head {
-				tiles = j.tiles
+				prover = j.prover
 			}
 		}
-		a.req.done <- answer{res: a.res, err: a.err, tiles: tiles}
+		a.req.done <- answer{res: a.res, err: a.err, prover: prover}
 	}
 }
 

@@ -110,3 +110,30 @@ func BenchmarkInclusionProof(b *testing.B) {
 		b.Run(name+"/cache/parallel", func(b *testing.B) { run(b, warm, true) })
 	}
 }
+
+// BenchmarkBatchProofs measures what a committed batch's answers cost: the
+// inclusion proofs of its last 1,024 leaves in a tree of 1M, by the
+// ledger's shared Prover (its cache keeps level-0 tiles from summaryLevel
+// up) and by one Prover made by Over for the batch.
+func BenchmarkBatchProofs(b *testing.B) {
+	const size, batch = 1_000_000, 1024
+	m := benchTree(b, size)
+	shared := NewProver(m, len(m))
+	for i := uint64(0); i < size; i += TileWidth {
+		shared.InclusionProof(i, size)
+	}
+	run := func(b *testing.B, prover func() *Prover) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p := prover()
+			for i := uint64(size - batch); i < size; i++ {
+				if _, err := p.InclusionProof(i, size); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1000/float64(b.N*batch), "µs/proof")
+	}
+	b.Run("shared", func(b *testing.B) { run(b, func() *Prover { return shared }) })
+	b.Run("over", func(b *testing.B) { run(b, func() *Prover { return shared.Over(m) }) })
+}

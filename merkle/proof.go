@@ -39,11 +39,18 @@ func (f TileReaderFunc) ReadTile(level, index uint64) ([]byte, error) { return f
 type Prover struct {
 	r     TileReader
 	cache *tileCache // nil: no cache
+	// near, when not nil, keeps the level-0 tiles this Prover reads whole,
+	// every node hashed (see Over).
+	near *tileCache
 }
+
+// nearTiles is how many level-0 tiles a Prover made by Over keeps whole: a
+// batch of 1,024 leaves spans at most 5.
+const nearTiles = 8
 
 // NewProver returns a Prover reading tiles from r. If cacheTiles > 0, it keeps
 // up to that many tiles in memory, with every complete interior node of each
-// already hashed (a level-0 tile from sub-level 4 up, about 1 KiB; a
+// already hashed (a level-0 tile from sub-level 5 up, 480 B; a
 // higher tile whole, 16 KiB), evicting the least recently used.
 //
 // The cache never serves stale data: full tiles never change, and a partial
@@ -64,8 +71,14 @@ func NewProver(r TileReader, cacheTiles int) *Prover {
 // serve the same tree as p's reader (for example, the tiles a commit just
 // wrote, in memory, in front of the store): the cache holds no tile that
 // could differ between the two.
+//
+// The new Prover is for proving many leaves of a few tiles, such as every
+// entry of a batch just committed: it also keeps the last few level-0 tiles
+// it read with every node hashed, where p's cache keeps only their upper
+// nodes, so each proof after the first in a tile hashes nothing. Make one
+// for the batch and share it, rather than one per proof.
 func (p *Prover) Over(r TileReader) *Prover {
-	return &Prover{r: r, cache: p.cache}
+	return &Prover{r: r, cache: p.cache, near: newTileCache(nearTiles)}
 }
 
 // InclusionProof returns the RFC 6962 inclusion proof (audit path) of the
@@ -186,6 +199,18 @@ func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 	k, ti, pos, need := nodeSpan(level, index)
 	s := level % TileHeight
 	key := tileKey{k, ti}
+	if p.near != nil && k == 0 {
+		x := p.near.get(key, need)
+		if x == nil {
+			data, _, err := m.read(p.r, key, -1, need)
+			if err != nil {
+				return Hash{}, err
+			}
+			x = expandTile(data, 0)
+			p.near.add(key, x)
+		}
+		return x.node(s, index), nil
+	}
 	if p.cache != nil && keeps(k, s) {
 		x := m.expanded(key, need)
 		if x == nil {

@@ -251,3 +251,63 @@ func TestExpandedTileSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestProverOverBatch: a Prover made by Over for a batch proves every leaf
+// of the batch as a Prover with no cache does, and reads each level-0 tile
+// once for the whole batch however many of its leaves it proves.
+func TestProverOverBatch(t *testing.T) {
+	m := memTiles{}
+	b, _ := NewBuilder(NewEdge(), m)
+	shared := NewProver(m, 100)
+	plain := NewProver(m, 0)
+	rnd := newRand(11)
+	for b.Size() < 6000 {
+		from := b.Size()
+		for range 1 + rnd.intn(700) {
+			b.Append(LeafHash(testLeaf(b.Size())))
+		}
+		m.apply(t, b.Flush())
+		n, root := b.Size(), b.Root()
+		reads := map[tileKey]int{}
+		var mu sync.Mutex
+		over := shared.Over(TileReaderFunc(func(level, index uint64) ([]byte, error) {
+			mu.Lock()
+			reads[tileKey{level, index}]++
+			mu.Unlock()
+			return m.ReadTile(level, index)
+		}))
+		var wg sync.WaitGroup
+		for g := range 4 { // the batch's answers prove concurrently
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := from + uint64(g); i < n; i += 4 {
+					got, err := over.InclusionProof(i, n)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					want, _ := plain.InclusionProof(i, n)
+					if !slices.Equal(got, want) {
+						t.Errorf("size %d, leaf %d: the batch's proof differs from a plain one", n, i)
+						return
+					}
+					if err := VerifyInclusion(i, n, LeafHash(testLeaf(i)), got, root); err != nil {
+						t.Errorf("size %d, leaf %d: %v", n, i, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for k, c := range reads {
+			// Concurrent first proofs of a tile may each read it once.
+			if k.level == 0 && c > 4 {
+				t.Fatalf("size %d: level-0 tile %d read %d times for one batch", n, k.index, c)
+			}
+		}
+	}
+}
