@@ -51,7 +51,8 @@ type Options struct {
 	// Passphrase supplies the log key file's passphrase if it is encrypted.
 	Passphrase func() ([]byte, error)
 	// ProofCacheTiles is how many full tiles proofs keep in memory
-	// (default 65536, about 1 KiB each: a 16M-entry tree fits).
+	// (default 65536; a level-0 tile takes about 350 B, so a 16M-entry
+	// tree fits in about 22 MiB).
 	ProofCacheTiles int
 	// BadgerLog receives Badger's warnings and errors (default: discarded
 	// unless CUSTODY_BADGER_LOG is set).
@@ -359,7 +360,7 @@ func (l *Ledger) VerifierKey() string { return l.vkey }
 func (l *Ledger) Head() Head { return *l.head.Load() }
 
 // memTableSize is Badger's memtable size.
-const memTableSize = 16 << 20
+const memTableSize = 12 << 20
 
 // valueThreshold is the value size from which Badger keeps a value in the
 // value log, with only a pointer in the LSM tree.
@@ -394,13 +395,13 @@ func badgerOptions(path string, o Options) badger.Options {
 		// Leaves, tiles and records are written once and overwritten only
 		// by the same key (tiles grow, records update): keep one version.
 		WithNumVersionsToKeep(1).
-		// 2 cores, small memory: two 16 MiB memtables, bounded caches for
+		// 2 cores, small memory: two 12 MiB memtables, bounded caches for
 		// the reads proofs and bundles do, and compaction on both cores.
 		// Each memtable's arena (1.3 times its size) lives on the Go heap
 		// from the moment the ledger opens, so it sets how far the
-		// collector lets the heap grow: 32 MiB memtables cost about 40 MiB
+		// collector lets the heap grow: 32 MiB memtables cost about 60 MiB
 		// more resident memory at 10M entries. A transaction may hold at
-		// most 15% of a memtable (2.4 MiB); see txnBudget.
+		// most 15% of a memtable (1.8 MiB); see txnBudget.
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(4).

@@ -50,7 +50,7 @@ const nearTiles = 8
 
 // NewProver returns a Prover reading tiles from r. If cacheTiles > 0, it keeps
 // up to that many tiles in memory, with every complete interior node of each
-// already hashed (a level-0 tile from sub-level 5 up, 480 B; a
+// already hashed (a level-0 tile from sub-level 6 up, 224 B; a
 // higher tile whole, 16 KiB), evicting the least recently used.
 //
 // The cache never serves stale data: full tiles never change, and a partial

@@ -132,12 +132,12 @@ func TestProverCache(t *testing.T) {
 		}
 	}
 	// Once its tiles are cached, the proof of leaf 7 reads only the level-0
-	// tiles holding nodes below sub-level 5 (summaryLevel) that it needs
+	// tiles holding nodes below sub-level 6 (summaryLevel) that it needs
 	// (those are recomputed from the tile's hashes, not cached), once each.
 	// It needs tiles 0/0 and 1/0 (full) and, for the ephemeral node covering
 	// [65536, 70000), the partial tiles 1/1 (17 hashes) and 0/273 (112):
 	// the low siblings of leaf 7 lie in 0/0, and the ephemeral node's part
-	// in 0/273 (112 = 64+32+16 hashes) lies at sub-levels 6 and 5, cached,
+	// in 0/273 (112 = 64+32+16 hashes) lies at sub-level 6, cached, and 5
 	// and 4, read: 2 reads a proof.
 	four := NewProver(counting, 4)
 	four.InclusionProof(7, n)
