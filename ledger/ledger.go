@@ -367,7 +367,7 @@ const memTableSize = 12 << 20
 const valueThreshold = 1 << 10
 
 // txnBudget is the most a batch's transaction may weigh by Badger's own
-// reckoning (see txnWeight): 90% of its limit, 15% of a memtable.
+// reckoning (see txnSize): 90% of its limit, 15% of a memtable.
 const txnBudget = memTableSize * 15 / 100 * 9 / 10
 
 // txnSize is what writes weigh against Badger's transaction limits, in

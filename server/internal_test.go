@@ -77,6 +77,7 @@ func TestMetrics(t *testing.T) {
 		`custody_refusals_total{reason_code="bad_envelope"} 1`,
 		`custody_batch_entries_count 1`, // GENESIS
 		`custody_commit_duration_seconds_bucket{le="+Inf"} 1`,
+		`custody_batch_splits_total 0`,
 		`custody_queue_depth 0`,
 		`custody_tree_size 1`,
 		`go_goroutines`,

@@ -50,9 +50,15 @@ var (
 		"Entries committed per batch (one Badger transaction and one checkpoint each).", nil, nil)
 	commitDesc = prometheus.NewDesc("custody_commit_duration_seconds",
 		"Duration of each batch's Badger commit, fsync included.", nil, nil)
+	splitDesc = prometheus.NewDesc("custody_batch_splits_total",
+		"Batches decided again as two halves because their transaction would have passed Badger's size limit.", nil, nil)
 )
 
-func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- batchDesc; ch <- commitDesc }
+func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- batchDesc
+	ch <- commitDesc
+	ch <- splitDesc
+}
 
 func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.l.Stats()
@@ -60,6 +66,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 		cumulative(ledger.BatchBucketBounds[:], st.BatchBuckets[:]))
 	ch <- prometheus.MustNewConstHistogram(commitDesc, st.Batches, st.CommitSeconds,
 		cumulative(ledger.CommitBucketBounds[:], st.CommitBuckets[:]))
+	ch <- prometheus.MustNewConstMetric(splitDesc, prometheus.CounterValue, float64(st.Splits))
 }
 
 // cumulative turns per-bucket counts into Prometheus' cumulative buckets
