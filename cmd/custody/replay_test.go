@@ -75,6 +75,12 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestReplayDemoGolden(t *testing.T) {
+	// The demo's grants last 15 minutes on the wall clock, and replay shows
+	// an expiry on another day than the log's with its date: in the last
+	// minutes of a UTC day the text is laid out differently, rightly.
+	if now := time.Now().UTC(); now.Add(20*time.Minute).Day() != now.Day() {
+		t.Skipf("%s: the demo's grants would expire tomorrow (UTC), which the golden text does not show", now.Format(time.TimeOnly))
+	}
 	dir := demoLedger(t)
 	text := must(t, 0, "replay", "--dir", dir, "--workflow", "wf_9f3a")
 	golden(t, "demo.txt", normalise(text.stdout))
