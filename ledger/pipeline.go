@@ -542,9 +542,10 @@ var errTxnTooBig = errors.New("the batch's transaction is too big")
 // too big: its decisions are undone first (prepare may already have
 // extended the tree and taken the engine's records; reloading the
 // committed state forgets both). A single submission that is too big on
-// its own is refused as too_large, and nothing of it is logged. Rare: the
-// default MaxBatch keeps ordinary batches far below the budget, but one
-// statement can change many records (a revocation, for one).
+// its own is refused as too_large, and nothing of it is logged. Rare: a
+// full batch of ordinary receipts (MaxBatch 1024) weighs about two thirds
+// of the budget, but one statement can change many records (a revocation,
+// for one).
 func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
 	if err := l.drain(); err != nil {
 		l.fail(batch, answers, err)
