@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 )
 
@@ -58,6 +59,8 @@ Example:
 			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's PEM private key file", TakesFile: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (structured logs on standard error)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long shutdown waits for appends in flight"},
+			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
+			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -85,14 +88,32 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
-			l, err := openLedger(c)
-			if err != nil {
-				return err
+			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
+				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
 			ln, err := net.Listen("tcp", c.String("addr"))
 			if err != nil {
-				l.Close()
 				return fmt.Errorf("serve: %w", err)
+			}
+			advertise := c.String("advertise")
+			if advertise == "" {
+				scheme := "http"
+				if c.String("tls-cert") != "" {
+					scheme = "https"
+				}
+				advertise = scheme + "://" + ln.Addr().String()
+			}
+			l, err := openLedgerWith(c, ledger.Options{Advertise: advertise, LeaseTTL: c.Duration("lease-ttl")})
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			if r := l.Role(); r.Shared {
+				role := "follower"
+				if r.Leader {
+					role = "leader"
+				}
+				log.Info("serving a shared log", "store", l.Dir(), "role", role, "epoch", r.Epoch, "leader", r.LeaderURL, "advertise", advertise)
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
