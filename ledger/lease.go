@@ -163,8 +163,16 @@ func (l *Ledger) stepDown(reason string) {
 	if l.lead.epoch.Swap(0) != 0 {
 		l.lead.stepDowns.Add(1)
 		l.lead.mu.Lock()
-		l.lead.last.Mine = false
+		l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
 		l.lead.mu.Unlock()
+		// Learn who leads now, so that refusals can name it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if ls, err := l.lead.leaser.Lease(ctx); err == nil {
+			l.lead.mu.Lock()
+			l.lead.last = ls
+			l.lead.mu.Unlock()
+		}
+		cancel()
 		l.roleChanged()
 	}
 	_ = reason
