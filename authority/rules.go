@@ -13,6 +13,15 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// AgentNamePrefix starts every agent name (the grantee name of a CONFIRM or
+// DELEGATE) and no principal or admin name (DESIGN §1), so that the two
+// name spaces are disjoint and no grantee can take a person's or an
+// organisation's name before the admin enrolls it.
+const AgentNamePrefix = "agent:"
+
+// IsAgentName reports whether name is in the agent name space.
+func IsAgentName(name string) bool { return strings.HasPrefix(name, AgentNamePrefix) }
+
 // NameRec maps a bound name to its key.
 type NameRec struct {
 	KeyID string `json:"keyid"`
@@ -45,6 +54,10 @@ func (c *check) genesis(admin ed25519.PublicKey) {
 	}
 	if logPub.Equal(admin) {
 		c.deny(IdentityConflict, "the log key and the admin key must differ")
+		return
+	}
+	if IsAgentName(g.Actor) {
+		c.deny(IdentityConflict, "the admin's name %q starts with %q, which only agent names do", g.Actor, AgentNamePrefix)
 		return
 	}
 	if g.Actor == g.Log {
@@ -95,6 +108,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 	existing := c.e.Key(kid)
 	switch p.Op {
 	case statement.OpEnroll:
+		if IsAgentName(p.Name) {
+			c.deny(IdentityConflict, "name %q starts with %q, which only agent names do; a principal's name never does", p.Name, AgentNamePrefix)
+			return
+		}
 		if existing != nil {
 			c.deny(IdentityConflict, "key %s is already bound as %s %q", short(kid), existing.Role, existing.Name)
 			return
@@ -129,6 +146,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 func (c *check) grantee(g *statement.Grant) string {
 	pub := boundKey(g.Grantee.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
 	kid := sign.KeyID(pub)
+	if !IsAgentName(g.Grantee.Name) {
+		c.deny(IdentityConflict, "grantee name %q does not start with %q: agent names do, so that no grantee can take a principal's name before it is enrolled", g.Grantee.Name, AgentNamePrefix)
+		return kid
+	}
 	if kid == c.keyID {
 		c.deny(IdentityConflict, "grantee key %s is the issuer's own key", short(kid))
 		return kid
@@ -341,8 +362,10 @@ func (c *check) delegate(s *statement.DelegateDoc) {
 		c.deny(scopeCode(err), "%s", scopeMsg(err))
 		return
 	}
+	// A grant at max_depth can never delegate, so its principals do not
+	// make it narrower (DESIGN §3).
 	if err := scope.Attenuates(scope.Grant{Descriptor: parent.Descriptor, Revocable: parent.Revocable},
-		scope.Grant{Descriptor: d, Revocable: s.Revocable}); err != nil {
+		scope.Grant{Descriptor: d, Revocable: s.Revocable, Final: depth >= c.meta.MaxDepth}); err != nil {
 		c.deny(scopeCode(err), "against parent %s: %s", parent.ID, scopeMsg(err))
 		return
 	}
@@ -593,13 +616,8 @@ func (c *check) stop(s *statement.StopDoc) {
 		role = "admin"
 	case c.keyID == wf.Owner:
 		role = "owner"
-	default:
-		for _, id := range c.e.keyWF(c.keyID, s.Workflow).Held {
-			if g := c.e.Grant(id); g != nil && c.isLive(g) {
-				role = "grantee"
-				break
-			}
-		}
+	case c.holdsLiveGrant(c.keyID, s.Workflow):
+		role = "grantee"
 	}
 	if role == "" {
 		c.deny(NotAuthorized, "signer %q is not the owner of workflow %q, the grantee of a live grant in it, or the admin", c.signer.Name, s.Workflow)
@@ -615,6 +633,16 @@ func (c *check) stop(s *statement.StopDoc) {
 	nw := *wf
 	nw.Stops = append(slices.Clone(wf.Stops), s.RequestID)
 	put(c.e.st, prefWF+s.Workflow, &nw)
+}
+
+// holdsLiveGrant reports whether key holds a live grant in workflow wf.
+func (c *check) holdsLiveGrant(keyID, wf string) bool {
+	for _, id := range c.e.keyWF(keyID, wf).Held {
+		if g := c.e.Grant(id); g != nil && c.isLive(g) {
+			return true
+		}
+	}
+	return false
 }
 
 // isLive reports, without denying, whether a grant's chain is live now.
@@ -651,6 +679,13 @@ func (c *check) resume(s *statement.ResumeDoc) {
 	}
 	if stop.Resumed {
 		c.deny(StopLifted, "%s was already lifted by %s", stop.ID, stop.ResumedBy)
+		return
+	}
+	// A grantee's right to STOP comes from a live grant, and so does its
+	// right to lift its own STOP: once its grants are revoked or expired,
+	// only the owner or the admin may (docs/DECISIONS.md).
+	if !isAdmin && stop.Role == "grantee" && c.keyID == stop.SignerKey && !c.holdsLiveGrant(c.keyID, stop.Workflow) {
+		c.deny(NotAuthorized, "%s was signed by %q as a grantee, which no longer holds a live grant in workflow %q; only the workflow's owner or the admin may lift it now", stop.ID, c.signer.Name, stop.Workflow)
 		return
 	}
 	c.signerLive()

@@ -31,6 +31,12 @@ const (
 	RoleAgent     = "agent"
 )
 
+// LogSigns reports whether a key bound in role is one the log itself signs
+// with (DENIALs, checkpoints). Such a key never signs a submission: the
+// engine refuses it at step 2, and the ledger refuses its checkpoint keys,
+// which the log does not bind, before sequencing.
+func LogSigns(role string) bool { return role == RoleLog }
+
 // Meta holds the log's parameters from GENESIS and the trust chain head.
 type Meta struct {
 	Origin       string `json:"origin"`

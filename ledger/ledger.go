@@ -141,6 +141,10 @@ type Ledger struct {
 	signers []note.Signer // the others, during a rotation
 	keySet  *merkle.KeySet
 	vkey    string // keySet, as text: what verifiers need
+	// ownKeys holds the key ids of every key the log signs with: the log
+	// key and each checkpoint key, current or retired. Set by loadKeys
+	// before the workers start; read-only after.
+	ownKeys map[string]bool
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
