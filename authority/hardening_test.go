@@ -143,3 +143,162 @@ func TestRevokedGranteeCannotResume(t *testing.T) {
 	mustAccept(t, h.submit("principal:alice", statement.Resume, obj{"resume_id": "u3", "stop_ref": "s1"}, opts{}))
 	replayAll(t, h.leaves)
 }
+
+// countingStore counts what a cold engine reads.
+type countingStore struct {
+	m            authority.MemStore
+	loads, bytes int
+}
+
+func (s *countingStore) Load(key string) ([]byte, error) {
+	v, _ := s.m.Load(key)
+	s.loads++
+	s.bytes += len(v)
+	return v, nil
+}
+
+// TestDecisionCostFlat: what a decision reads and writes does not grow with
+// the STOPs or grants before it (DESIGN §4, Bounded cost). It counts
+// records and bytes, not time: a pending receipt, and a STOP by a grantee,
+// decided by an engine with nothing cached, after 1 and after 300 STOPs or
+// grants in the same workflow.
+func TestDecisionCostFlat(t *testing.T) {
+	type cost struct{ loads, read, written int }
+	measure := func(kind string, n int) (pend, stop cost) {
+		h := historyLog(t, kind, n, "same")
+		h.advance(time.Second)
+		env := pendings(t, h, 1, h.now)[0]
+		decide := func(env *sign.Parsed) cost {
+			cs := &countingStore{m: h.store}
+			e := authority.New(cs)
+			d := e.Decide(authority.Submission{Env: env, Verified: true}, h.index, h.now)
+			if d.Verdict != authority.Accepted {
+				t.Fatalf("%s=%d: %s %s", kind, n, d.Code, d.Reason)
+			}
+			e.Link(h.index, h.now, d.Statement)
+			c := cost{loads: cs.loads, read: cs.bytes}
+			e.Dirty(func(_ string, v []byte) { c.written += len(v) })
+			return c
+		}
+		pend = decide(env)
+		exec := keyFor("agent:acme/exec")
+		payload := h.build(exec, statement.Stop, obj{"request_id": "s_exec", "workflow_id": "wf1", "step_id": "step_9"}, opts{})
+		p, err := sign.ParseEnvelopeValue(h.envelope(exec, statement.Stop, payload, opts{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pend, decide(p)
+	}
+	for _, kind := range []string{"stops", "grants"} {
+		p0, s0 := measure(kind, 1)
+		pn, sn := measure(kind, 300)
+		for _, c := range []struct {
+			what string
+			a, b cost
+		}{{"pending receipt", p0, pn}, {"grantee STOP", s0, sn}} {
+			// A few bytes may differ: counts and ids grow by a digit or two.
+			if c.a.loads != c.b.loads || c.b.read > c.a.read+64 || c.b.written > c.a.written+64 {
+				t.Errorf("after 300 %s, a %s reads %d records (%d bytes) and writes %d bytes; after one, %d records (%d bytes), %d bytes",
+					kind, c.what, c.b.loads, c.b.read, c.b.written, c.a.loads, c.a.read, c.a.written)
+			}
+		}
+	}
+}
+
+// TestStopsInForce: STOPs in force on the chain and on steps, lifted in
+// any order, decide exactly as before they were kept as linked records; a
+// STOP that changes nothing is already_stopped, and once lifted the same
+// STOP may be made again.
+func TestStopsInForce(t *testing.T) {
+	h := workflowOf(t)
+	receipt := func(n int, step, want string) {
+		t.Helper()
+		d := h.submit("agent:a", statement.Receipt, obj{"receipt_id": "r" + itoa(n), "authorization_ref": "c1",
+			"action": "buy", "target": "shop/x", "step_id": step, "reserve": obj{"usd": int64(0)}}, opts{})
+		wantVerdict(t, "receipt on "+step, d, want)
+	}
+	stop := func(by, id, step, want string) {
+		t.Helper()
+		o := obj{"request_id": id, "workflow_id": "wf1"}
+		if step != "" {
+			o["step_id"] = step
+		}
+		wantVerdict(t, by+" STOP "+id, h.submit(by, statement.Stop, o, opts{}), want)
+	}
+	resume := func(by, id, stopRef string) {
+		t.Helper()
+		mustAccept(t, h.submit(by, statement.Resume, obj{"resume_id": id, "stop_ref": stopRef}, opts{}))
+	}
+	stop("principal:alice", "s1", "", "accepted")
+	stop("agent:a", "s2", "", "accepted")
+	stop("principal:alice", "s3", "a", "accepted")
+	stop("principal:alice", "s4", "a/b", "accepted")
+	stop("agent:a", "s5", "a/b", "accepted")
+	stop("principal:alice", "s1b", "", "denied/already_stopped")
+	stop("principal:alice", "s4b", "a/b", "denied/already_stopped")
+	receipt(1, "z", "denied/workflow_stopped")
+	resume("principal:alice", "u1", "s1")
+	d := h.submit("agent:a", statement.Receipt, obj{"receipt_id": "r2", "authorization_ref": "c1", "action": "buy", "target": "shop/x",
+		"step_id": "z", "reserve": obj{"usd": int64(0)}}, opts{})
+	if d.Code != authority.WorkflowStopped || !strings.Contains(d.Reason, "s2") {
+		t.Errorf("after lifting s1: %s %s", d.Code, d.Reason)
+	}
+	resume("agent:a", "u2", "s2")
+	receipt(3, "z", "accepted")
+	receipt(4, "a/b/c", "denied/step_stopped")
+	resume("principal:alice", "u3", "s3") // the earliest, on a
+	d = h.submit("agent:a", statement.Receipt, obj{"receipt_id": "r5", "authorization_ref": "c1", "action": "buy", "target": "shop/x",
+		"step_id": "a/b/c", "reserve": obj{"usd": int64(0)}}, opts{})
+	if d.Code != authority.StepStopped || !strings.Contains(d.Reason, "s4") {
+		t.Errorf("after lifting s3: %s %s", d.Code, d.Reason)
+	}
+	receipt(6, "a/x", "accepted")
+	resume("principal:alice", "u4", "s4")
+	receipt(7, "a/b", "denied/step_stopped")          // s5 still
+	stop("principal:alice", "s4c", "a/b", "accepted") // lifted: may stop again
+	resume("principal:alice", "u5", "s4c")
+	resume("agent:a", "u6", "s5")
+	receipt(8, "a/b", "accepted")
+	if w := h.e.Workflow("wf1"); w.StepStops != 0 {
+		t.Errorf("step STOPs in force: %d, want 0", w.StepStops)
+	}
+	replayAll(t, h.leaves)
+}
+
+// TestHeldGrantsList: the grants a key holds in a workflow are walked
+// newest first; a grant revoked by its own REVOKE leaves the list at once,
+// one that expired or sits below a revoked grant is dropped by the first
+// accepted STOP that walks past it; a key's STOP right follows its live
+// grants either way.
+func TestHeldGrantsList(t *testing.T) {
+	h := workflowOf(t)
+	sc := obj{"capabilities": []any{"buy"}, "targets": []any{"shop/*"}}
+	deleg := func(id, parent, by string, ttl int64) {
+		t.Helper()
+		mustAccept(t, h.submit(by, statement.Delegate, obj{"delegation_id": id, "parent_ref": parent, "grantee": "agent:b",
+			"scope": sc, "limits": obj{"usd": int64(50)}, "ttl_seconds": ttl}, opts{}))
+	}
+	deleg("d_long", "c1", "agent:a", 3000)
+	deleg("d_short", "c1", "agent:a", 10)
+	deleg("d_rev", "c1", "agent:a", 3000)
+	mustAccept(t, h.submit("agent:a", statement.Revoke, obj{"revoke_id": "v1", "target_ref": "d_rev"}, opts{}))
+	if g := h.e.Grant("d_rev"); !g.OffHeld {
+		t.Error("a revoked grant stays in its grantee's list")
+	}
+	h.advance(time.Minute) // d_short expires
+	mustAccept(t, h.submit("agent:b", statement.Stop, obj{"request_id": "s1", "workflow_id": "wf1", "step_id": "w"}, opts{}))
+	if g := h.e.Grant("d_short"); !g.OffHeld {
+		t.Error("an expired grant walked past by an accepted STOP stays in the list")
+	}
+	if g := h.e.Grant("d_long"); g.OffHeld || g.NewerHeld != "" {
+		t.Errorf("the live grant: %+v", g)
+	}
+	mustAccept(t, h.submit("agent:a", statement.Revoke, obj{"revoke_id": "v2", "target_ref": "d_long"}, opts{}))
+	wantVerdict(t, "STOP with no live grant left", h.submit("agent:b", statement.Stop, obj{"request_id": "s2", "workflow_id": "wf1", "step_id": "x"}, opts{}), "denied/not_authorized")
+	deleg("d_new", "c1", "agent:a", 3000)
+	mustAccept(t, h.submit("agent:b", statement.Stop, obj{"request_id": "s3", "workflow_id": "wf1", "step_id": "x"}, opts{}))
+	// Revoking c1 kills d_new below it without touching d_new's record.
+	mustAccept(t, h.submit("principal:alice", statement.Revoke, obj{"revoke_id": "v3", "target_ref": "c1"}, opts{}))
+	wantVerdict(t, "STOP below a revoked grant", h.submit("agent:b", statement.Stop, obj{"request_id": "s4", "workflow_id": "wf1", "step_id": "y"}, opts{}), "denied/not_authorized")
+	replayAll(t, h.leaves)
+}

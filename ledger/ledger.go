@@ -311,6 +311,9 @@ func (l *Ledger) load() error {
 		return fmt.Errorf("stored tiles: %w", err)
 	}
 	l.prover = merkle.NewProver(tiles, l.opts.ProofCacheTiles)
+	if err := authority.CheckStateVersion(badgerStore{l.db}); err != nil {
+		return fmt.Errorf("data folder %s: %w", l.dir, err)
+	}
 	l.engine = authority.New(badgerStore{l.db})
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
 	if cp != nil {
