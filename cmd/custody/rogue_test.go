@@ -23,12 +23,12 @@ const rogueDir = "../../testdata/adversarial/rogue"
 
 // rogueCase is case.json.
 type rogueCase struct {
-	Name    string `json:"name"`
-	Attack  string `json:"attack"`
-	Defence string `json:"defence"`
+	Name    string  `json:"name"`
+	Attack  string  `json:"attack"`
+	Defence string  `json:"defence"`
 	Entry   *uint64 `json:"entry,omitempty"` // absent: the failure concerns no entry
-	Verify  string `json:"verify_says"`
-	Audit   string `json:"audit_says"`
+	Verify  string  `json:"verify_says"`
+	Audit   string  `json:"audit_says"`
 }
 
 // rogueFiles builds a case's files in memory, path -> bytes.
