@@ -302,3 +302,24 @@ func TestHeldGrantsList(t *testing.T) {
 	wantVerdict(t, "STOP below a revoked grant", h.submit("agent:b", statement.Stop, obj{"request_id": "s4", "workflow_id": "wf1", "step_id": "y"}, opts{}), "denied/not_authorized")
 	replayAll(t, h.leaves)
 }
+
+// TestCheckStateVersion: state records of another format are refused,
+// naming both formats; a store without a log is fine.
+func TestCheckStateVersion(t *testing.T) {
+	if err := authority.CheckStateVersion(authority.MemStore{}); err != nil {
+		t.Errorf("empty store: %v", err)
+	}
+	h := workflowOf(t)
+	h.flush()
+	if err := authority.CheckStateVersion(h.store); err != nil {
+		t.Errorf("a store this build wrote: %v", err)
+	}
+	delete(h.store, "format")
+	if err := authority.CheckStateVersion(h.store); err == nil || !strings.Contains(err.Error(), "format 1") {
+		t.Errorf("a store without a format record (format 1): %v", err)
+	}
+	h.store["format"] = []byte(`{"version":3}`)
+	if err := authority.CheckStateVersion(h.store); err == nil || !strings.Contains(err.Error(), "format 3") {
+		t.Errorf("a store of format 3: %v", err)
+	}
+}

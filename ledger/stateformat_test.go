@@ -1,17 +1,18 @@
 package ledger
 
 import (
-	"path/filepath"
+	"context"
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/storage/badgerstore"
 )
 
 // TestOldStateFormatRefused: a data folder whose authority state was
-// written in another format (format 1 had no format record, and kept
-// STOPs and held grants as lists) is refused at open with a sentence that
-// says what to do, instead of being misread.
+// written in another format (format 1 kept STOPs and held grants as lists)
+// is refused at open with a sentence that says so, instead of being
+// misread.
 func TestOldStateFormatRefused(t *testing.T) {
 	w := newWorld(t, Options{})
 	w.enroll(newActor(t, "user:alice"))
@@ -22,20 +23,27 @@ func TestOldStateFormatRefused(t *testing.T) {
 		t.Fatalf("reopening a folder of this format: %v", err)
 	}
 	l.Close()
-	db, err := badger.Open(badgerOptions(filepath.Join(w.dir, "db"), opts))
+	st, err := badgerstore.Open(w.dir, badgerstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(txn *badger.Txn) error { return txn.Delete(stateKey("format")) }); err != nil {
+	ctx := context.Background()
+	h, err := st.Head(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	err = st.Commit(ctx, &storage.Batch{From: h.Size, Edge: h.Edge, Checkpoint: h.Checkpoint,
+		Records: []storage.Record{{Key: "format", Value: []byte(`{"version":1}`)}}})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.l, err = Open(w.dir, opts)
 	if err == nil {
 		t.Fatal("opened a data folder of state format 1")
 	}
-	if !strings.Contains(err.Error(), "format 1") || !strings.Contains(err.Error(), w.dir) {
-		t.Errorf("error %q does not name the folder and its format", err)
+	if !strings.Contains(err.Error(), "format 1") || !strings.Contains(err.Error(), "format 2") {
+		t.Errorf("error %q does not name the formats", err)
 	}
 	w.l = l // closed already; Close again is harmless
 }
