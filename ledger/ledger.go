@@ -136,6 +136,11 @@ type config struct {
 type retiredKey struct {
 	VerifierKey string `json:"verifier_key"`
 	MaxSize     uint64 `json:"max_size"`
+	// Root is the tree's root at MaxSize (standard base64): the retired
+	// key vouches for that head alone (DESIGN §6). A folder retired before
+	// it was recorded has none; the ledger derives it from its tree when
+	// it opens.
+	Root string `json:"root,omitempty"`
 }
 
 // keyring is what an open ledger signs with.
@@ -158,6 +163,10 @@ type Ledger struct {
 	signers []note.Signer // the others, during a rotation
 	keySet  *merkle.KeySet
 	vkey    string // keySet, as text: what verifiers need
+	// ownKeys holds the key ids of every key the log signs with: the log
+	// key and each checkpoint key, current or retired. Set by loadKeys
+	// before the workers start; read-only after.
+	ownKeys map[string]bool
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
@@ -363,6 +372,9 @@ func (l *Ledger) load() error {
 		return err
 	}
 	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
+		return fmt.Errorf("the ledger's store: %w", err)
+	}
 	l.engine = authority.New(recordStore{l.store})
 	return l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0)
 }
@@ -388,6 +400,9 @@ func (l *Ledger) loadHead(resign bool) error {
 	tiles := l.tileReader()
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return fmt.Errorf("stored tiles: %w", err)
+	}
+	if err := l.pinRetired(); err != nil {
+		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
 	if cp != nil {
