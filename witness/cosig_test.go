@@ -77,10 +77,10 @@ func TestParseKeyRejects(t *testing.T) {
 		"",
 		"name",
 		"name+da77ade7",
-		"remora.n621.de+da77ade8+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2", // wrong id
-		"remora.n621.de+da77ade+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2",  // 7 digits
-		"remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw",  // short
-		"remora.n621.de+da77ade7+A+vN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2", // type 0x03
+		"remora.n621.de+da77ade8+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2",  // wrong id
+		"remora.n621.de+da77ade+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2",   // 7 digits
+		"remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw",   // short
+		"remora.n621.de+da77ade7+A+vN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2",  // type 0x03
 		"remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2=", // bad base64
 		"sp ace+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2",
 		"x+00000000+Bg==",
