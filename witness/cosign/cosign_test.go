@@ -71,8 +71,12 @@ type logBuffer struct {
 	b  bytes.Buffer
 }
 
-func (lb *logBuffer) Write(p []byte) (int, error) { lb.mu.Lock(); defer lb.mu.Unlock(); return lb.b.Write(p) }
-func (lb *logBuffer) String() string               { lb.mu.Lock(); defer lb.mu.Unlock(); return lb.b.String() }
+func (lb *logBuffer) Write(p []byte) (int, error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.b.Write(p)
+}
+func (lb *logBuffer) String() string { lb.mu.Lock(); defer lb.mu.Unlock(); return lb.b.String() }
 
 type running struct {
 	*cosign.Cosigner
