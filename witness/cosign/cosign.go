@@ -216,15 +216,15 @@ func (c *Cosigner) setBest(r *record) {
 	c.m.witnessed.Set(float64(r.cp.Size))
 }
 
-// Latest returns the newest checkpoint with the cosignatures gathered for
-// it so far (nil before the first Publish).
-func (c *Cosigner) Latest() []byte {
+// Latest returns the newest checkpoint published, with the cosignatures
+// gathered for it so far (size 0 and nil before the first Publish).
+func (c *Cosigner) Latest() (size uint64, text []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.head == nil {
-		return nil
+		return 0, nil
 	}
-	return c.head.text
+	return c.head.cp.Size, c.head.text
 }
 
 // A Witnessed checkpoint meets the policy's quorum.

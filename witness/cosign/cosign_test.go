@@ -170,7 +170,7 @@ func TestRealWitnessesCosign(t *testing.T) {
 		if _, err := merkle.OpenCheckpoint(w.Cosigned, origin, l.VerifierKey()); err != nil {
 			t.Fatalf("the log's signature no longer verifies on the cosigned checkpoint: %v", err)
 		}
-		if got := c.Latest(); !bytes.Equal(got, w.Cosigned) {
+		if _, got := c.Latest(); !bytes.Equal(got, w.Cosigned) {
 			t.Errorf("Latest is not the cosigned head:\n%s", got)
 		}
 	}
