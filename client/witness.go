@@ -103,4 +103,3 @@ func (c *Client) witnessedUnder(ctx context.Context, r *Receipt) error {
 	r.Checkpoint, r.CheckpointText, r.Proof, r.Witnessed = cp, body, proof, &ev
 	return nil
 }
-

@@ -236,4 +236,3 @@ func fetchBundle(t *testing.T, lg *servertest.Log, index uint64) *verify.Bundle 
 	}
 	return b
 }
-

@@ -22,8 +22,8 @@ func init() { register(serveCommand) }
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "serve",
-		Usage:     "serve a ledger over HTTP",
+		Name:  "serve",
+		Usage: "serve a ledger over HTTP",
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
 			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
