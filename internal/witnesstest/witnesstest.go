@@ -178,10 +178,18 @@ func StartLitewitness(t testing.TB, name string, logs ...Log) *Witness {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	add := exec.Command("ssh-add", keyFile)
-	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
-	if out, err := add.CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v\n%s", err, out)
+	// The socket exists a moment before the agent listens on it.
+	for i := 0; ; i++ {
+		add := exec.Command("ssh-add", keyFile)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		out, err := add.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("ssh-add: %v\n%s", err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// The database, with the tables litewitness makes and the logs.
 	empty := sha256.Sum256(nil)

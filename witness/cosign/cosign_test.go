@@ -174,7 +174,7 @@ func TestRealWitnessesCosign(t *testing.T) {
 			t.Errorf("Latest is not the cosigned head:\n%s", got)
 		}
 	}
-	if n := outcomes(c, "lite", "cosigned"); n < 4 {
+	if n := outcomes(c, "lite", "cosigned"); n < 3 {
 		t.Errorf("litewitness cosigned %v times", n)
 	}
 
@@ -185,7 +185,12 @@ func TestRealWitnessesCosign(t *testing.T) {
 	cp := l.grow(t, "a", 2)
 	c2.Publish(cp)
 	wait(t, c2, cp.Size)
+	// (The counters move just after the cosignature is merged.)
+	deadline := time.Now().Add(5 * time.Second)
 	for _, name := range []string{"omni", "lite"} {
+		for outcomes(c2, name, "cosigned") == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if outcomes(c2, name, "conflict") != 1 || outcomes(c2, name, "cosigned") != 1 {
 			t.Errorf("%s after a restart: conflict %v, cosigned %v (want 1 and 1)\n%s", name,
 				outcomes(c2, name, "conflict"), outcomes(c2, name, "cosigned"), c2.logs)
