@@ -315,3 +315,35 @@ func (l *Ledger) takeLead() error {
 	l.lead.seqEpoch = ep
 	return nil
 }
+
+// LeadingChanges sends whether this server sequences the log now, then
+// each change of role, until ctx ends (then it closes the channel). A
+// slow reader misses intermediate changes, never the latest.
+func (l *Ledger) LeadingChanges(ctx context.Context) <-chan bool {
+	out := make(chan bool, 1)
+	go func() {
+		defer close(out)
+		last := -1
+		for {
+			lead, changed := l.Leading()
+			if v := map[bool]int{false: 0, true: 1}[lead]; v != last {
+				select {
+				case <-out: // drop an unread, older value
+				default:
+				}
+				out <- lead
+				last = v
+			}
+			if changed == nil {
+				<-ctx.Done()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
