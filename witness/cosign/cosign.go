@@ -140,9 +140,9 @@ type WitnessStats struct {
 type record struct {
 	cp        Checkpoint
 	published time.Time
-	lines map[string]string // witness name -> its signature line (without "\n")
-	text  []byte            // cp.Text with the lines appended, in policy order
-	ev    witness.Evaluation
+	lines     map[string]string // witness name -> its signature line (without "\n")
+	text      []byte            // cp.Text with the lines appended, in policy order
+	ev        witness.Evaluation
 }
 
 // peer is one witness and what the cosigner knows of its state.
