@@ -236,6 +236,10 @@ func (l *Ledger) check(req *request) {
 		return
 	}
 	req.env, req.hash, req.canon = env, env.DedupHash(), canonical
+	if r := l.foreignDenialKey(env); r != nil { // denialkey.go
+		req.refusal = r
+		return
+	}
 	// Parse here, in parallel, so the sequencer need not; Decide still
 	// applies every rule in order (a parse error is a denial only once the
 	// signer is known).
@@ -653,7 +657,11 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 		if err != nil {
 			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
 		}
-		e, err := sign.Sign(l.kr.log, statement.Denial.Lower(), payload)
+		key := l.denialKey()
+		if key == nil {
+			return nil, nil, fmt.Errorf("DENIAL %d: the ledger holds no private key for the DENIAL key %s", index, l.engine.DenialKeyID())
+		}
+		e, err := sign.Sign(key, statement.Denial.Lower(), payload)
 		if err != nil {
 			return nil, nil, fmt.Errorf("signing DENIAL %d: %w", index, err)
 		}

@@ -38,7 +38,8 @@ import (
 
 // oneKey is the keyring of a log that signs checkpoints with its log key.
 func oneKey(k ed25519.PrivateKey) keyring {
-	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k}}
+	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k},
+		denial: map[string]ed25519.PrivateKey{sign.KeyID(k.Public().(ed25519.PublicKey)): k}}
 }
 
 // loadKeys prepares the checkpoint signers and the key set verifiers need.
