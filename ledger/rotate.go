@@ -85,6 +85,13 @@ func (l *Ledger) loadKeys() error {
 		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
 	}
 	l.keySet, l.vkey = ks, ks.String()
+	l.ownKeys = map[string]bool{sign.KeyID(l.kr.log.Public().(ed25519.PublicKey)): true}
+	for _, pub := range ks.PublicKeys() {
+		l.ownKeys[sign.KeyID(pub)] = true
+	}
+	for id := range l.kr.denial { // every DENIAL key, current, retired or about to sign
+		l.ownKeys[id] = true
+	}
 	return nil
 }
 
