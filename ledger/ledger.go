@@ -134,7 +134,7 @@ type config struct {
 	// in the order they were added (denialkey.go): the one the trust chain
 	// names signs; the others stay listed for good.
 	DenialKeys []string `json:"denial_keys,omitempty"`
-	Created     string       `json:"created,omitempty"`
+	Created    string   `json:"created,omitempty"`
 }
 
 type retiredKey struct {
