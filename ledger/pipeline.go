@@ -60,9 +60,9 @@ type answer struct {
 	prover *merkle.Prover
 }
 
-// leafOverhead bounds the bytes a leaf adds around its envelope:
-// {"envelope":…,"logged_at":"<≤30>","prev_in_workflow":<≤20>,"trust_head":<≤20>}.
-const leafOverhead = 128
+// leafOverhead bounds the bytes a leaf adds around its envelope; the
+// verifier checks a DENIAL's omitted envelope with the same constant.
+const leafOverhead = statement.LeafOverhead
 
 // MaxSubmission is the largest envelope accepted on the wire, before
 // canonicalisation; larger ones are refused as too_large unread.
