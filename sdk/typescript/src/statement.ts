@@ -129,6 +129,8 @@ export interface Denial extends Header {
   type: "DENIAL";
   denial_id: string;
   envelope?: Envelope;
+  /** The refused envelope's canonical length, exactly when envelope is left out (it would not fit in a leaf). */
+  envelope_size?: number;
   envelope_sha256: string;
   signer_keyid: string;
   statement_type: Kind;
@@ -177,7 +179,7 @@ const FIELDS: Record<Kind, string[]> = {
     "reserve", "consumed", "pending_ref", "side_effects", "evidence_refs", "error"],
   STOP: [...HEADER, "request_id", "workflow_id", "stop_scope", "step_id", "takeover_mode", "takeover_to", "reason"],
   RESUME: [...HEADER, "resume_id", "workflow_id", "stop_ref"],
-  DENIAL: [...HEADER, "denial_id", "envelope", "envelope_sha256", "signer_keyid", "statement_type", "statement_id", "workflow_id", "reason_code", "reason"],
+  DENIAL: [...HEADER, "denial_id", "envelope", "envelope_size", "envelope_sha256", "signer_keyid", "statement_type", "statement_id", "workflow_id", "reason_code", "reason"],
 };
 
 function invalid(path: string, msg: string): never {
@@ -361,6 +363,10 @@ const RULES: Record<Kind, (o: Obj) => void> = {
   },
   DENIAL(o) {
     ident(o, "denial_id");
+    if (o.envelope_size !== undefined) {
+      int(o, "envelope_size", 1);
+      if (o.envelope !== undefined) invalid("envelope_size", "not allowed beside the envelope (it says how long a left-out envelope was)");
+    }
     hash(o, "envelope_sha256");
     hash(o, "signer_keyid");
     const t = str(o, "statement_type");

@@ -109,3 +109,14 @@ test("descriptor of a grant: expires_at is timestamp + ttl", () => {
   const leap = deriveDescriptor({ workflow_id: "wf", capabilities: ["a"], targets: ["t"] }, undefined, "2028-02-28T12:00:00Z", 86400);
   assert.equal(leap.expires_at, "2028-02-29T12:00:00Z");
 });
+
+test("DENIAL: envelope_size only when the envelope is left out", () => {
+  const d = { type: "DENIAL", timestamp: "2026-03-19T08:12:30Z", log: "example.com/custody", actor: "example.com/custody", seq: 1, denial_id: "denial:5",
+    envelope_sha256: "e".repeat(64), signer_keyid: "1".repeat(64), statement_type: "RECEIPT", reason_code: "limit_exceeded", reason: "too big" };
+  validateStatement({ ...d, envelope_size: 60000 });
+  validateStatement(d);
+  const envelope = { payload: "e30=", payloadType: "application/vnd.custody.receipt.v1+json", signatures: [{ keyid: "1".repeat(64), sig: "AAAA" }] };
+  validateStatement({ ...d, envelope });
+  assert.throws(() => validateStatement({ ...d, envelope, envelope_size: 60000 }), (e) => e.path === "envelope_size");
+  assert.throws(() => validateStatement({ ...d, envelope_size: 0 }), (e) => e.path === "envelope_size");
+});
