@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -97,8 +96,7 @@ func (l *Ledger) resign(size uint64, root merkle.Hash, cp []byte) ([]byte, error
 	if bytes.Equal(fresh, cp) {
 		return cp, nil
 	}
-	err = l.db.Update(func(txn *badger.Txn) error { return txn.Set(kCheckpoint, fresh) })
-	if err != nil {
+	if err := l.store.SetCheckpoint(context.Background(), size, fresh); err != nil {
 		return nil, fmt.Errorf("storing the checkpoint signed by the new checkpoint keys: %w", err)
 	}
 	return fresh, nil
@@ -132,11 +130,22 @@ func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 		if len(l.kr.checkpoint) > 1 {
 			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.kr.checkpoint))
 		}
-		path := keyFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
+		k, err := readKey(l.store, keyFile, opts.Passphrase)
+		if err != nil && IsStoreURL(dir) {
+			// A log in a database keeps its keys there: the new key is
+			// read from this machine and copied in, for every server.
+			data, rerr := os.ReadFile(keyFile)
+			if rerr != nil {
+				return fmt.Errorf("reading the new checkpoint key: %w", rerr)
+			}
+			if k, err = sign.ParsePrivateKeyPEM(data, opts.Passphrase); err == nil {
+				keyFile = "keys/" + filepath.Base(keyFile)
+				if _, rerr := l.store.ReadFile(keyFile); rerr == nil {
+					return fmt.Errorf("%s exists already in %s; name the new key's file differently", keyFile, l.store.Location())
+				}
+				err = l.store.WriteFile(keyFile, data)
+			}
 		}
-		k, err := sign.ReadPrivateKeyFile(path, opts.Passphrase)
 		if err != nil {
 			return fmt.Errorf("reading the new checkpoint key: %w", err)
 		}
@@ -216,25 +225,16 @@ func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (
 // that the keys it names can be read, and replaces the config file
 // atomically.
 func writeNewConfig(l *Ledger, dir string, opts Options, change func(*Ledger, *config) error) (*config, error) {
-	cfg, err := readConfig(dir)
+	cfg, err := readConfig(l.store)
 	if err != nil {
 		return nil, err
 	}
 	if err := change(l, cfg); err != nil {
 		return nil, err
 	}
-	if _, err := cfg.keyring(dir, opts.Passphrase); err != nil {
+	if _, err := cfg.keyring(l.store, opts.Passphrase); err != nil {
 		return nil, err
 	}
 	out, _ := json.MarshalIndent(cfg, "", "  ")
-	cfgPath := filepath.Join(dir, configName)
-	tmp := cfgPath + ".new"
-	os.Remove(tmp)
-	if err := writeFileSync(tmp, append(out, '\n'), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, cfgPath); err != nil {
-		return nil, err
-	}
-	return cfg, syncDir(dir)
+	return cfg, l.store.WriteFile(configName, append(out, '\n'))
 }

@@ -46,7 +46,7 @@ Example:
    custody key rotate-log --dir ./custody-data --finish
    custody verify bundle --log-key log.keys wf.bundle.json`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
@@ -56,10 +56,12 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
+			dir, err := location(c)
+			if err != nil {
+				return err
+			}
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
 			var r *ledger.Rotation
-			var err error
 			if c.Bool("finish") {
 				if c.String("new-key") != "" || c.Bool("encrypt") {
 					return usage(c, "--finish takes no --new-key or --encrypt: it retires the old key")
