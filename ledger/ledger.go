@@ -136,6 +136,11 @@ type config struct {
 type retiredKey struct {
 	VerifierKey string `json:"verifier_key"`
 	MaxSize     uint64 `json:"max_size"`
+	// Root is the tree's root at MaxSize (standard base64): the retired
+	// key vouches for that head alone (DESIGN §6). A folder retired before
+	// it was recorded has none; the ledger derives it from its tree when
+	// it opens.
+	Root string `json:"root,omitempty"`
 }
 
 // keyring is what an open ledger signs with.
@@ -388,6 +393,9 @@ func (l *Ledger) loadHead(resign bool) error {
 	tiles := l.tileReader()
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return fmt.Errorf("stored tiles: %w", err)
+	}
+	if err := l.pinRetired(); err != nil {
+		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
 	if cp != nil {

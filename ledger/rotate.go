@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,9 +28,10 @@ import (
 //     signed by the old and the new key, so readers that know either key
 //     keep verifying while the new key is handed out.
 //  2. FinishRotation drops the old keys: checkpoints are signed by the new
-//     key alone, and each old key is retired with the largest tree size it
-//     signed (max_size), so checkpoints it signed still verify and a thief
-//     of it cannot sign the log as it grows.
+//     key alone, and each old key is retired, pinned to the head it was
+//     retired at (max_size and root): it vouches for that head, and for
+//     older checkpoints proven consistent with it, so a thief of it can
+//     neither sign the log as it grows nor sign a different past.
 //
 // Verifiers hold the key set (merkle.KeySet) that Ledger.VerifierKey
 // returns and `custody checkpoint --key` prints.
@@ -60,7 +62,11 @@ func (l *Ledger) loadKeys() error {
 		lines = append(lines, vk)
 	}
 	for _, r := range l.kr.retired {
-		lines = append(lines, fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize))
+		line := fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize)
+		if r.Root != "" {
+			line += " root=" + r.Root
+		}
+		lines = append(lines, line)
 	}
 	if len(l.kr.log) != ed25519.PrivateKeySize {
 		return errors.New("log key: not an Ed25519 private key")
@@ -79,6 +85,33 @@ func (l *Ledger) loadKeys() error {
 	}
 	l.keySet, l.vkey = ks, ks.String()
 	return nil
+}
+
+// pinRetired gives every retired key without a recorded root the root of
+// the tree at its size, read from the log's own tiles, and loads the keys
+// again: a key set pins each retired key to its (size, root) (DESIGN §6).
+// It runs once the prover is ready; folders retired since version 3 of the
+// design record the root and need nothing here.
+func (l *Ledger) pinRetired() error {
+	changed := false
+	for i, r := range l.kr.retired {
+		if r.Root != "" {
+			continue
+		}
+		if r.MaxSize == 0 || r.MaxSize > l.builder.Size() {
+			return fmt.Errorf("retired checkpoint key %s: max_size %d is not a size of this log (%d entries)", r.VerifierKey, r.MaxSize, l.builder.Size())
+		}
+		root, err := l.prover.RootAt(r.MaxSize)
+		if err != nil {
+			return fmt.Errorf("retired checkpoint key %s: the root at size %d: %w", r.VerifierKey, r.MaxSize, err)
+		}
+		l.kr.retired[i].Root = base64.StdEncoding.EncodeToString(root[:])
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return l.loadKeys()
 }
 
 // signCheckpoint signs a tree head with every checkpoint key.
@@ -174,14 +207,15 @@ func FinishRotation(dir string, opts Options) (*Rotation, error) {
 		if len(cfg.CheckpointKeys) < 2 {
 			return errors.New("no rotation is under way (one checkpoint key); start one with a new key first")
 		}
-		size := l.Head().Size
+		h := l.Head()
 		last := len(cfg.CheckpointKeys) - 1
 		for _, k := range l.kr.checkpoint[:last] {
 			vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
 			if err != nil {
 				return err
 			}
-			cfg.RetiredKeys = append(cfg.RetiredKeys, retiredKey{VerifierKey: vk, MaxSize: size})
+			cfg.RetiredKeys = append(cfg.RetiredKeys, retiredKey{VerifierKey: vk, MaxSize: h.Size,
+				Root: base64.StdEncoding.EncodeToString(h.Root[:])})
 		}
 		cfg.CheckpointKeys = cfg.CheckpointKeys[last:]
 		return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/custodylog/custody/audit"
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/internal/testlog"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/verify"
 )
 
 // TestRogueDenials: a DENIAL whose reason the bundle cannot re-derive is
@@ -20,7 +22,8 @@ import (
 func TestRogueDenials(t *testing.T) {
 	for _, tc := range testlog.RogueDenialCases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			r, bad := tc.Build(t)
+			f := tc.Build(t)
+			r, bad := f.R, f.Bad
 			v, err := check(t, r.Bundle(bad, false), r.VerifierKey())
 			if err != nil {
 				t.Fatal(err)
@@ -73,4 +76,57 @@ func TestHonestOmittedEnvelope(t *testing.T) {
 	if v, _ := check(t, r.Bundle(d, false), r.VerifierKey()); v.Valid {
 		t.Errorf("a %d-byte envelope left out verifies", len(c))
 	}
+}
+
+// TestRetiredKeyOtherPast (issue 15, item 7): after a checkpoint key
+// rotation the retired key, still on the host, signs a different 4-entry
+// log of the same origin. Pinned by size alone, the key set let it verify
+// (the checkpoint was smaller than max_size); pinned to (size, root), the
+// retired key vouches only for the honest head.
+func TestRetiredKeyOtherPast(t *testing.T) {
+	honest, forged, keys := testlog.RetiredKeyPast(t)
+	// The forgery is otherwise perfect: under the old key alone it verifies.
+	mustVerify(t, forged.Bundle(forged.Size()-1, false), forged.VerifierKey())
+	v, err := check(t, forged.Bundle(forged.Size()-1, false), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top, _ := topFailure(v); top == nil || top.Name != cCheckpoint || !strings.Contains(top.Detail, "signed only by a retired key") {
+		t.Fatalf("a different past signed by the retired key: want the checkpoint refused:\n%s", text(v))
+	}
+	// The honest head the key was retired at still verifies under the set,
+	// signed by the retired key alone.
+	mustVerify(t, honest.Bundle(honest.Size()-1, true), keys)
+	// An honest checkpoint from before, signed by the retired key alone, is
+	// trusted once proven consistent with the pinned head.
+	old := honest.BundleWith(3, honest.Indexes(3, false), 4, checkpointAt(t, honest, 4))
+	if v, _ := check(t, old, keys); v.Valid {
+		t.Fatalf("a smaller checkpoint by the retired key alone verified without a consistency proof")
+	}
+	proof, err := merkle.ConsistencyProof(honest.TileReader(), 4, honest.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := verify.VerifyConsistency([]byte(old.Checkpoint), honest.Checkpoint(), proof, keys)
+	if err != nil || !cv.Valid {
+		t.Fatalf("consistency of the honest size-4 checkpoint with the pinned head: %v %+v", err, cv)
+	}
+	// The forged past is not consistent with the honest head.
+	if cv, err := verify.VerifyConsistency(forged.Checkpoint(), honest.Checkpoint(), proof, keys); err != nil || cv.Valid {
+		t.Fatalf("the forged past proved consistent: %v", err)
+	}
+}
+
+// checkpointAt is the honest log's checkpoint of an earlier size, signed by
+// its log key.
+func checkpointAt(t *testing.T, r *testlog.Rogue, size uint64) []byte {
+	root, err := merkle.RootAt(r.TileReader(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := merkle.SignCheckpoint(r.Origin, size, root, r.LogKey.NoteSigner(r.Origin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }

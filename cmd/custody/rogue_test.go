@@ -23,17 +23,18 @@ const rogueDir = "../../testdata/adversarial/rogue"
 
 // rogueCase is case.json.
 type rogueCase struct {
-	Name    string `json:"name"`
-	Attack  string `json:"attack"`
-	Defence string `json:"defence"`
-	Entry   uint64 `json:"entry"`
-	Verify  string `json:"verify_says"`
-	Audit   string `json:"audit_says"`
+	Name    string  `json:"name"`
+	Attack  string  `json:"attack"`
+	Defence string  `json:"defence"`
+	Entry   *uint64 `json:"entry,omitempty"` // absent: the failure concerns no entry
+	Verify  string  `json:"verify_says"`
+	Audit   string  `json:"audit_says"`
 }
 
 // rogueFiles builds a case's files in memory, path -> bytes.
 func rogueFiles(t *testing.T, tc testlog.RogueCase) map[string][]byte {
-	r, bad := tc.Build(t)
+	f := tc.Build(t)
+	r, bad := f.R, f.Bad
 	tmp := t.TempDir()
 	r.Export(filepath.Join(tmp, "tiles"), nil)
 	files := map[string][]byte{}
@@ -54,12 +55,16 @@ func rogueFiles(t *testing.T, tc testlog.RogueCase) map[string][]byte {
 		t.Fatal(err)
 	}
 	files["bundle.json"] = append(b, '\n')
-	files["log.vkey"] = []byte(r.VerifierKey() + "\n")
-	c, err := canon.Marshal(rogueCase{Name: tc.Name, Attack: tc.Attack, Defence: tc.Defence, Entry: bad, Verify: tc.Verify, Audit: tc.Audit})
+	files["log.vkey"] = []byte(strings.TrimSuffix(f.VerifierKey(), "\n") + "\n")
+	c := rogueCase{Name: tc.Name, Attack: tc.Attack, Defence: tc.Defence, Verify: tc.Verify, Audit: tc.Audit}
+	if !f.NoEntry {
+		c.Entry = &bad
+	}
+	cj, err := canon.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files["case.json"] = append(c, '\n')
+	files["case.json"] = append(cj, '\n')
 	return files
 }
 
@@ -103,13 +108,17 @@ func TestRogueCases(t *testing.T) {
 			// Text verdicts wrap their lines; compare words.
 			flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 			out := flat(v.stdout + v.stderr)
-			if v.code != exitVerify || !strings.Contains(out, fmt.Sprintf("#%d ", c.Entry)) || !strings.Contains(out, c.Verify) {
-				t.Errorf("custody verify: exit %d, want %d with a line naming #%d and saying %q:\n%s", v.code, exitVerify, c.Entry, c.Verify, out)
+			entry, finding := "", "checkpoint: "
+			if c.Entry != nil {
+				entry, finding = fmt.Sprintf("#%d ", *c.Entry), fmt.Sprintf("denial at entry %d: ", *c.Entry)
+			}
+			if v.code != exitVerify || !strings.Contains(out, entry) || !strings.Contains(out, c.Verify) {
+				t.Errorf("custody verify: exit %d, want %d with a line naming %q and saying %q:\n%s", v.code, exitVerify, entry, c.Verify, out)
 			}
 			a := custody(t, "", "audit", "--tiles", filepath.Join(dir, "tiles"), "--log-key", vkey)
 			out = flat(a.stdout + a.stderr)
-			if a.code != exitVerify || !strings.Contains(out, fmt.Sprintf("denial at entry %d: ", c.Entry)) || !strings.Contains(out, c.Audit) {
-				t.Errorf("custody audit: exit %d, want %d with a finding naming entry %d and saying %q:\n%s", a.code, exitVerify, c.Entry, c.Audit, out)
+			if a.code != exitVerify || !strings.Contains(out, finding) || !strings.Contains(out, c.Audit) {
+				t.Errorf("custody audit: exit %d, want %d with a finding %q saying %q:\n%s", a.code, exitVerify, finding, c.Audit, out)
 			}
 		})
 	}

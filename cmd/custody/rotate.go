@@ -30,10 +30,11 @@ func keyRotateLogCommand() *cli.Command {
    new key set (printed, and by 'custody checkpoint --key').
 
 2. Finish (--finish), once verifiers hold the new set: the new key signs
-   alone. Each old key is retired at the current tree size: the key set
-   keeps it as "<key> max_size=N", so every checkpoint it signed still
-   verifies, and a checkpoint larger than N signed by it alone is refused,
-   whoever holds it.
+   alone. Each old key is retired at the current head: the key set keeps
+   it as "<key> max_size=N root=R". Signed by it alone, that head still
+   verifies, older checkpoints verify once proven consistent with it
+   ('custody verify consistency'), and any other checkpoint (larger, or a
+   different history) is refused, whoever holds the key.
 
 GENESIS binds the log key for ever, and it keeps signing DENIALs: keep its
 file as before. Verifiers give the key set file to --log-key wherever they

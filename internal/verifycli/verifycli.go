@@ -243,7 +243,7 @@ func logKey(cmd *cli.Command, prog string) (string, error) {
 // ReadKeySet reads the log's checkpoint keys as a flag gives them: a
 // signed-note verifier key (<origin>+<hash>+<key>), or a file holding one,
 // or holding the log's key set after a checkpoint key rotation (one key a
-// line, retired keys with max_size=N). It returns the set's text.
+// line, retired keys with max_size=N root=R). It returns the set's text.
 func ReadKeySet(arg string) (string, error) {
 	arg = strings.TrimSpace(arg)
 	if ks, err := merkle.ParseKeySet(arg); err == nil {
