@@ -4,6 +4,12 @@
  * checkpoint key (docs/FORMATS.md): one verifier key a line, a retired key
  * followed by `max_size=N`, the largest tree size it may vouch for.
  *
+ * A retired key is pinned to the head it was retired at
+ * (`max_size=N root=R`): alone it vouches for exactly that checkpoint, never
+ * for another history (DESIGN §6, merkle.KeySet in Go). The SDK talks to a
+ * live log, whose fresh checkpoints its current key signs, so it does not
+ * offer the Go verifier's "older checkpoint proven consistent with the pin".
+ *
  * A note verifies when at least one signature by a key of the set verifies
  * over the note's text and no signature claiming to be by a key of the set
  * fails (golang.org/x/mod/sumdb/note's rule); signatures by other keys
@@ -68,6 +74,8 @@ export function verifierKeyOf(name: string, publicKey: Uint8Array): string {
 interface SetKey extends VerifierKey {
   /** undefined: a current key. */
   maxSize?: number;
+  /** A retired key's pinned root at maxSize (undefined if the set does not say: then it vouches for nothing alone). */
+  root?: Uint8Array;
 }
 
 /** The most keys one set may hold (as in Go), so a hostile key file cannot make every check slow. */
@@ -91,12 +99,23 @@ export class KeySet {
       const line = raw.trim();
       if (line === "" || line.startsWith("#")) return;
       const fields = line.split(/\s+/);
-      if (fields.length > 2) throw new Error(`checkpoint key set, line ${i + 1}: want a verifier key and at most max_size=N`);
+      if (fields.length > 3) throw new Error(`checkpoint key set, line ${i + 1}: want a verifier key and at most max_size=N root=R`);
       const k: SetKey = parseVerifierKey(fields[0]!);
-      if (fields.length === 2) {
+      if (fields.length >= 2) {
         const m = /^max_size=(0|[1-9][0-9]*)$/.exec(fields[1]!);
         if (!m || !Number.isSafeInteger(Number(m[1]))) throw new Error(`checkpoint key set, line ${i + 1}: ${JSON.stringify(fields[1])} is not max_size=<decimal tree size>`);
         k.maxSize = Number(m[1]);
+      }
+      if (fields.length === 3) {
+        const v = fields[2]!.startsWith("root=") ? fields[2]!.slice(5) : "";
+        let raw: Uint8Array | undefined;
+        try {
+          raw = decodeBase64Strict(v);
+        } catch {
+          raw = undefined;
+        }
+        if (!raw || raw.length !== 32) throw new Error(`checkpoint key set, line ${i + 1}: ${JSON.stringify(fields[2])} is not root=<base64 SHA-256 root hash>`);
+        k.root = raw;
       }
       if (origin === "") origin = k.name;
       else if (k.name !== origin) throw new Error(`checkpoint key set, line ${i + 1}: key ${k.text} is for log ${JSON.stringify(k.name)}, the set's first key for ${JSON.stringify(origin)}`);
@@ -125,14 +144,16 @@ export class KeySet {
 
   toString(): string {
     if (this.keys.length === 1 && this.keys[0]!.maxSize === undefined) return this.keys[0]!.text;
-    return this.keys.map((k) => k.text + (k.maxSize === undefined ? "" : ` max_size=${k.maxSize}`) + "\n").join("");
+    return this.keys
+      .map((k) => k.text + (k.maxSize === undefined ? "" : ` max_size=${k.maxSize}`) + (k.root ? ` root=${Buffer.from(k.root).toString("base64")}` : "") + "\n")
+      .join("");
   }
 
   /**
    * openCheckpoint verifies a signed checkpoint of this log and returns its
    * content. It throws unless the note is well-formed, every signature by a
-   * key of the set verifies, at least one does from a key allowed to sign a
-   * checkpoint of this size, and the body is exactly the three lines custody
+   * key of the set verifies, at least one is by a current key or by a
+   * retired key pinned to exactly this size and root, and the body is exactly the three lines custody
    * writes (origin, canonical decimal size, canonical base64 of a 32-byte
    * root).
    */
@@ -153,10 +174,11 @@ export class KeySet {
     const size = Number(sizeText);
     const retired: string[] = [];
     for (const k of sigs) {
-      if (k.maxSize === undefined || size <= k.maxSize) return { origin, size, root };
-      retired.push(`${k.name}+${k.hash.toString(16).padStart(8, "0")} (retired at size ${k.maxSize})`);
+      if (k.maxSize === undefined) return { origin, size, root };
+      if (k.root && size === k.maxSize && Buffer.from(root).equals(Buffer.from(k.root))) return { origin, size, root };
+      retired.push(`${k.name}+${k.hash.toString(16).padStart(8, "0")} (retired at size ${k.maxSize}${k.root ? "" : ", root not given in the key set"})`);
     }
-    throw new Error(`a checkpoint of size ${size} is signed only by ${retired.join(", ")}`);
+    throw new Error(`a checkpoint of size ${size} is signed only by ${retired.join(", ")}, which vouches only for the head it was retired at`);
   }
 }
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   canonicalize, scopeHash, privateKeyFromSeed, signStatement, parseEnvelope, verifyEnvelope, pae, parseStatement,
-  loadPrivateKey, generateKey, checkPublicKey, CustodyFormatError, seal, validateStatement, deriveDescriptor, canonicalSet,
+  loadPrivateKey, generateKey, checkPublicKey, CustodyFormatError, seal, validateStatement, deriveDescriptor, canonicalSet, KeySet,
 } from "../dist/index.js";
 
 const ka = JSON.parse(readFileSync(new URL("../testdata/known-answers.json", import.meta.url), "utf8"));
@@ -119,4 +119,33 @@ test("DENIAL: envelope_size only when the envelope is left out", () => {
   validateStatement({ ...d, envelope });
   assert.throws(() => validateStatement({ ...d, envelope, envelope_size: 60000 }), (e) => e.path === "envelope_size");
   assert.throws(() => validateStatement({ ...d, envelope_size: 0 }), (e) => e.path === "envelope_size");
+});
+
+// testdata/keyset (copied from the repository's testdata/keyset, made by
+// merkle.TestKeySetVectors): a rotated log's key set, the old key retired
+// at size 150 and pinned to its root, and the verdict of each checkpoint
+// under the set and under the old key alone, the same as Go's.
+test("checkpoint key rotation: the Go vectors' verdicts", () => {
+  const dir = new URL("../testdata/keyset/", import.meta.url);
+  const read = (f) => readFileSync(new URL(f, dir), "utf8");
+  const set = KeySet.parse(read("log.keys"));
+  const old = KeySet.parse(read("old.vkey"));
+  assert.equal(set.keys.length, 2);
+  assert.equal(KeySet.parse(set.toString()).toString(), set.toString());
+  for (const [file, underSet, underOld] of [
+    ["checkpoint-before.txt", false, true],
+    ["checkpoint-during.txt", true, true],
+    ["checkpoint-after.txt", true, false],
+    ["checkpoint-old-key-late.txt", false, true],
+    ["checkpoint-old-key-pin.txt", true, true],
+    ["checkpoint-old-key-other-past.txt", false, true],
+  ]) {
+    const cp = read(file);
+    const ok = (ks) => { try { ks.openCheckpoint(cp); return true; } catch { return false; } };
+    assert.equal(ok(set), underSet, `${file} under log.keys`);
+    assert.equal(ok(old), underOld, `${file} under old.vkey`);
+  }
+  // A damaged signature by a known key fails even beside a good one.
+  const during = read("checkpoint-during.txt").replace(/po2acny/, "po2acnz");
+  assert.throws(() => set.openCheckpoint(during));
 });
