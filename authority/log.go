@@ -119,7 +119,7 @@ func (e *Engine) denialWorkflow(d *Decision, env *sign.Parsed) string {
 	if wf == "" || scope.CheckIdentifier(wf) != nil {
 		return ""
 	}
-	if r := get[KeyWorkflowRec](e.st, prefKeyWF+env.KeyID+"/"+wf); r != nil && (r.Issued || len(r.Held) > 0) {
+	if r := get[KeyWorkflowRec](e.st, prefKeyWF+env.KeyID+"/"+wf); r != nil && (r.Issued || r.Held > 0) {
 		return wf
 	}
 	return ""

@@ -163,6 +163,10 @@ type Ledger struct {
 	signers []note.Signer // the others, during a rotation
 	keySet  *merkle.KeySet
 	vkey    string // keySet, as text: what verifiers need
+	// ownKeys holds the key ids of every key the log signs with: the log
+	// key and each checkpoint key, current or retired. Set by loadKeys
+	// before the workers start; read-only after.
+	ownKeys map[string]bool
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
@@ -368,6 +372,9 @@ func (l *Ledger) load() error {
 		return err
 	}
 	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
+		return fmt.Errorf("the ledger's store: %w", err)
+	}
 	l.engine = authority.New(recordStore{l.store})
 	return l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0)
 }

@@ -41,9 +41,10 @@ type request struct {
 	data     []byte
 	raw      bool // a LogOnly leaf: data is the leaf itself
 	env      *sign.Parsed
-	canon    []byte // the envelope's canonical JSON, for the leaf
-	stmt     statement.Statement
+	canon    []byte              // the envelope's canonical JSON, for the leaf
+	stmt     statement.Statement // set with parseErr only once verified
 	parseErr error
+	parsed   bool
 	refusal  *authority.DecisionError // set by the worker for steps 1–2
 	verified bool
 	hash     [32]byte
@@ -236,20 +237,31 @@ func (l *Ledger) check(req *request) {
 		return
 	}
 	req.env, req.hash, req.canon = env, env.DedupHash(), canonical
-	// Parse here, in parallel, so the sequencer need not; Decide still
-	// applies every rule in order (a parse error is a denial only once the
-	// signer is known).
+	// The log's own keys (the log key, every checkpoint key, current or
+	// retired) sign DENIALs and checkpoints only: an envelope one of them
+	// signed is never a submission (DESIGN §1). The engine refuses the log
+	// key too; the checkpoint keys only the ledger knows.
+	if l.ownKeys[env.KeyID] {
+		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
+		return
+	}
+	pub := l.publicKey(env.KeyID)
+	if pub == nil {
+		// An unknown key may be bound by an earlier entry of the same
+		// batch: the sequencer verifies and parses those itself.
+		return
+	}
+	if err := env.Verify(pub); err != nil {
+		req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
+		return
+	}
+	req.verified = true
+	// Verify first, then parse the same bytes (DESIGN §1): an unsigned
+	// payload never reaches the parser. Parsing here, in parallel, spares
+	// the sequencer; Decide still applies every rule in order.
 	kind, _ := statement.KindOfPayloadType(env.PayloadType)
 	req.stmt, req.parseErr = statement.Parse(kind, env.Payload)
-	if pub := l.publicKey(env.KeyID); pub != nil {
-		if err := env.Verify(pub); err != nil {
-			req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
-			return
-		}
-		req.verified = true
-	}
-	// An unknown key may be bound by an earlier entry of the same batch:
-	// the sequencer verifies those itself.
+	req.parsed = true
 }
 
 // publicKey finds a bound key in committed state, caching it. A key id is
@@ -407,7 +419,7 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified,
-			Parsed: true, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
+			Parsed: req.parsed, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
 		if err := l.engine.Err(); err != nil {
 			// The engine could not read its state: nothing in this batch may
 			// be logged. fail discards the engine's changes and reloads,

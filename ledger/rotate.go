@@ -84,6 +84,10 @@ func (l *Ledger) loadKeys() error {
 		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
 	}
 	l.keySet, l.vkey = ks, ks.String()
+	l.ownKeys = map[string]bool{sign.KeyID(l.kr.log.Public().(ed25519.PublicKey)): true}
+	for _, pub := range ks.PublicKeys() {
+		l.ownKeys[sign.KeyID(pub)] = true
+	}
 	return nil
 }
 
