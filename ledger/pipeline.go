@@ -245,6 +245,10 @@ func (l *Ledger) check(req *request) {
 		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
 		return
 	}
+	if r := l.foreignDenialKey(env); r != nil { // denialkey.go
+		req.refusal = r
+		return
+	}
 	pub := l.publicKey(env.KeyID)
 	if pub == nil {
 		// An unknown key may be bound by an earlier entry of the same
@@ -666,7 +670,11 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 		if err != nil {
 			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
 		}
-		e, err := sign.Sign(l.kr.log, statement.Denial.Lower(), payload)
+		key := l.denialKey()
+		if key == nil {
+			return nil, nil, fmt.Errorf("DENIAL %d: the ledger holds no private key for the DENIAL key %s", index, l.engine.DenialKeyID())
+		}
+		e, err := sign.Sign(key, statement.Denial.Lower(), payload)
 		if err != nil {
 			return nil, nil, fmt.Errorf("signing DENIAL %d: %w", index, err)
 		}
