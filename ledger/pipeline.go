@@ -714,7 +714,7 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
-		ok, err := l.committed(b)
+		ok, err := l.settleAndCheck(b)
 		if err == nil {
 			if ok {
 				return nil
@@ -736,6 +736,20 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 // store to answer before its submissions get an error (which, like any
 // error, promises nothing either way).
 const unknownPatience = 30 * time.Second
+
+// settleAndCheck waits out the transaction of unknown outcome, on a
+// store that can (storage.Settler), and reports whether b committed.
+func (l *Ledger) settleAndCheck(b *storage.Batch) (bool, error) {
+	if st, ok := l.store.(storage.Settler); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := st.SettleUnknown(ctx)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+	}
+	return l.committed(b)
+}
 
 // committed reports whether the store holds batch b: a head at least as
 // large, and b's leaves at their indexes.
