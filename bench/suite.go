@@ -72,6 +72,10 @@ type Config struct {
 	ProofCacheTiles int
 	// Progress receives a line per step (nil: none).
 	Progress io.Writer
+	// Store, when set, is a PostgreSQL URL: the authorised, HTTP and proof
+	// figures are measured on it too (each log in a schema of its own,
+	// dropped afterwards), beside Badger's.
+	Store string
 }
 
 // DefaultConfig finishes in a few minutes on 2 cores.
@@ -154,6 +158,8 @@ type Report struct {
 	PeakFileMiB float64     `json:"peak_rss_file_mib"`
 	Peer        *PeerResult `json:"peer,omitempty"`
 	PeerError   string      `json:"peer_error,omitempty"`
+	// Postgres is the figures on Config.Store.
+	Postgres *StoreResult `json:"postgres,omitempty"`
 	Errors      []string    `json:"errors,omitempty"`
 	Seconds     float64     `json:"seconds"`
 }
@@ -246,6 +252,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.HTTP = &res
 			say("  over HTTP: %.0f/s", res.PerSec)
 		}
+	}
+	if cfg.Store != "" {
+		badgerAuth := ""
+		if r.Auth != nil {
+			badgerAuth = filepath.Join(base, "auth")
+		}
+		r.Postgres = runStore(ctx, cfg, badgerAuth, say)
 	}
 	if has(PhaseLogOnly) {
 		say("log-only: %d leaves of %d bytes from %d clients", cfg.LogOnlyN, LeafBytes, cfg.Inflight)

@@ -53,6 +53,25 @@ func (r *Report) WriteTable(w io.Writer) {
 		row(fmt.Sprintf("authorised appends over HTTP, %d clients", h.Inflight), rate(h.PerSec)+latency(h),
 			fmt.Sprintf(">= %s/s, p99 <= %d ms", num(TargetHTTP), TargetHTTPP99Ms), at(h.PerSec >= TargetHTTP && h.P99Ms <= TargetHTTPP99Ms))
 	}
+	if pg := r.Postgres; pg != nil {
+		row("on PostgreSQL ("+pg.Location+"):", "", "", nil)
+		if a := pg.Auth; a != nil {
+			row("  authorised appends, in process", rate(a.PerSec)+latency(a), ">= 5,000/s", at(a.PerSec >= 5000))
+		}
+		if h := pg.HTTP; h != nil {
+			row(fmt.Sprintf("  authorised appends over HTTP, %d clients", h.Inflight), rate(h.PerSec)+latency(h),
+				"p99 <= 100 ms", at(h.P99Ms <= 100))
+		}
+		if pg.ProofsPerSec > 0 {
+			row(fmt.Sprintf("  inclusion proofs at %s (%d goroutines)", num(float64(pg.ProofSize)), pg.ProofGoroutines), rate(pg.ProofsPerSec)+cpu(pg.ProofCPUUs), "", nil)
+		}
+		if pg.BadgerProofsPerSec > 0 {
+			row(fmt.Sprintf("  the same on Badger (the authorised log, %s)", num(float64(pg.ProofSize))), rate(pg.BadgerProofsPerSec)+cpu(pg.BadgerProofCPUUs), "", nil)
+		}
+		for _, e := range pg.Errors {
+			row("  failed: "+e, "", "", nil)
+		}
+	}
 	if l := r.LogOnly; l != nil {
 		row(fmt.Sprintf("log-only appends (%d B leaves, %d clients)", LeafBytes, l.Inflight), rate(l.PerSec)+latency(l), "", nil)
 		if r.Peer != nil {

@@ -66,7 +66,8 @@ Example:
    custody bench
    custody bench --peer tessera --json > bench.json
    custody bench --size 10000000 --phases big
-   custody bench --phases auth --cpuprofile auth.prof`,
+   custody bench --phases auth --cpuprofile auth.prof
+   custody bench --phases auth,http --store postgres://custody@127.0.0.1:54329/custody`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "size", Value: def.Size, Usage: "entries in the big log (proofs, bundles, open, RSS, disk)"},
 			&cli.IntFlag{Name: "appends", Value: def.AuthN, Usage: "authorised submissions"},
@@ -79,6 +80,7 @@ Example:
 			&cli.DurationFlag{Name: "read-for", Value: def.ReadFor, Usage: "how long to measure each of proofs, bundles and verification"},
 			&cli.StringFlag{Name: "phases", Usage: "comma-separated phases to run (" + strings.Join(bench.AllPhases, ",") + "; default all but peer, and peer with --peer)"},
 			&cli.StringFlag{Name: "peer", Usage: "a log to run beside custody: tessera"},
+			&cli.StringFlag{Name: "store", Usage: "also measure on this PostgreSQL database (`postgres://...`): authorised appends in process and over HTTP, and proofs, beside Badger's (each log in a new schema, dropped after)"},
 			&cli.StringFlag{Name: "peer-dir", Usage: "the Tessera peer's module folder (default: " + bench.PeerDir + " found from the working directory)"},
 			&cli.StringFlag{Name: "tmpdir", Usage: "where to make the run's temporary folder (default: the system's); put it on the disk to measure"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's temporary folder"},
@@ -136,7 +138,10 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 		AuthN: c.Int("appends"), AuthWindow: c.Int("window"), LogOnlyN: c.Int("leaves"), Inflight: c.Int("clients"),
 		HTTPN: c.Int("http-appends"), HTTPClients: c.Int("http-clients"),
 		Size: c.Int("size"), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
-		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter}
+		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter, Store: c.String("store")}
+	if cfg.Store != "" && !ledger.IsStoreURL(cfg.Store) {
+		return usage(c, "--store %q: want a postgres:// URL", cfg.Store)
+	}
 	for _, n := range []string{"size", "appends", "window", "http-appends", "http-clients", "leaves", "clients"} {
 		if c.Int(n) <= 0 {
 			return usage(c, "--%s must be positive", n)

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/storage/pgstore"
+)
+
+// StoreResult is the figures of a run on another store (PostgreSQL)
+// beside the embedded Badger figures of the same run.
+type StoreResult struct {
+	Location string        `json:"location"` // without password
+	Auth     *AppendResult `json:"authorized_appends,omitempty"`
+	HTTP     *AppendResult `json:"http_appends,omitempty"`
+	// ProofsPerSec is inclusion proofs/s on the authorised-append log
+	// (ProofSize entries), on this store and on Badger's log of the same
+	// run (BadgerProofsPerSec), from ProofGoroutines goroutines.
+	ProofSize          uint64   `json:"proof_log_size,omitempty"`
+	ProofsPerSec       float64  `json:"proofs_per_sec,omitempty"`
+	ProofCPUUs         float64  `json:"proof_cpu_us,omitempty"`
+	BadgerProofsPerSec float64  `json:"badger_proofs_per_sec,omitempty"`
+	BadgerProofCPUUs   float64  `json:"badger_proof_cpu_us,omitempty"`
+	ProofGoroutines    int      `json:"proof_goroutines,omitempty"`
+	Errors             []string `json:"errors,omitempty"`
+}
+
+// pgSchema makes a new schema in the database at base for one log and
+// returns its URL and a function that drops it.
+func pgSchema(ctx context.Context, base string) (string, func(), error) {
+	var r [6]byte
+	rand.Read(r[:])
+	schema := "custody_bench_" + hex.EncodeToString(r[:])
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", nil, fmt.Errorf("connecting to %s: %w", pgstore.Redact(base), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		ctx := context.Background()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(ctx)
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), drop, nil
+}
+
+// proofsAt measures inclusion proofs/s at the head of the log at loc,
+// from random leaves, for d.
+func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64, float64, error) {
+	l, err := ledger.Open(loc, ledger.Options{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer l.Close()
+	size := l.Head().Size
+	if size == 0 {
+		return 0, 0, 0, fmt.Errorf("%s is empty", loc)
+	}
+	rate, cpu, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
+		*x ^= *x << 13
+		*x ^= *x >> 7
+		*x ^= *x << 17
+		_, err := l.InclusionProof(*x%size, size)
+		return err
+	})
+	return size, rate, cpu, err
+}
+
+// proofGoroutines is how many goroutines ask for proofs: enough to keep a
+// database's round trips overlapped.
+func proofGoroutines() int { return 8 * runtime.GOMAXPROCS(0) }
+
+// runStore runs the authorised, HTTP and proof figures on the store at
+// cfg.Store; badgerAuth is the Badger log of the same run's authorised
+// phase ("" if none), measured for proofs beside it.
+func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(string, ...any)) *StoreResult {
+	r := &StoreResult{Location: pgstore.Redact(cfg.Store), ProofGoroutines: proofGoroutines()}
+	fail := func(what string, err error) {
+		r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", what, err))
+		say("postgres %s failed: %v", what, err)
+	}
+	loc, drop, err := pgSchema(ctx, cfg.Store)
+	if err != nil {
+		fail("setup", err)
+		return r
+	}
+	say("PostgreSQL: %d authorised submissions in process (%s)", cfg.AuthN, r.Location)
+	res, _, err := AuthorizedAppends(ctx, loc, cfg.AuthN, cfg.AuthWindow, 0)
+	if err != nil {
+		fail("authorised appends", err)
+	} else {
+		r.Auth = &res
+		say("  PostgreSQL authorised: %.0f/s", res.PerSec)
+		say("PostgreSQL: inclusion proofs for %s", cfg.ReadFor)
+		if r.ProofSize, r.ProofsPerSec, r.ProofCPUUs, err = proofsAt(ctx, loc, cfg.ReadFor); err != nil {
+			fail("proofs", err)
+		}
+		if badgerAuth != "" {
+			if _, r.BadgerProofsPerSec, r.BadgerProofCPUUs, err = proofsAt(ctx, badgerAuth, cfg.ReadFor); err != nil {
+				fail("Badger proofs", err)
+			}
+		}
+	}
+	drop()
+	if loc, drop, err = pgSchema(ctx, cfg.Store); err != nil {
+		fail("setup", err)
+		return r
+	}
+	defer drop()
+	say("PostgreSQL over HTTP: %d submissions from %d clients", cfg.HTTPN, cfg.HTTPClients)
+	h, err := HTTPAppends(ctx, loc, cfg.HTTPN, cfg.HTTPClients)
+	if err != nil {
+		fail("HTTP appends", err)
+	} else {
+		r.HTTP = &h
+		say("  PostgreSQL over HTTP: %.0f/s", h.PerSec)
+	}
+	return r
+}
