@@ -160,8 +160,8 @@ type Report struct {
 	PeerError   string      `json:"peer_error,omitempty"`
 	// Postgres is the figures on Config.Store.
 	Postgres *StoreResult `json:"postgres,omitempty"`
-	Errors      []string    `json:"errors,omitempty"`
-	Seconds     float64     `json:"seconds"`
+	Errors   []string     `json:"errors,omitempty"`
+	Seconds  float64      `json:"seconds"`
 }
 
 // Params are the sizes and durations a report was taken with.
