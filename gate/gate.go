@@ -612,9 +612,10 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 		if err == nil {
 			g.setConnected(true)
 			backoff = 50 * time.Millisecond
+			var err error
 			for {
-				e, err := s.Next()
-				if err != nil {
+				var e *api.Entry
+				if e, err = s.Next(); err != nil {
 					break
 				}
 				after = e.Index
@@ -622,7 +623,9 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 			}
 			s.Close()
 			g.setConnected(false)
-			g.log.Warn("the workflow's event stream dropped; calls are refused until it is back", "workflow", g.workflow)
+			if ctx.Err() == nil {
+				g.log.Warn("the workflow's event stream dropped; calls wait for it (at most the stream timeout) or are refused", "workflow", g.workflow, "err", err)
+			}
 		}
 		t := time.NewTimer(backoff)
 		select {

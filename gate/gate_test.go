@@ -3,7 +3,6 @@ package gate_test
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -401,23 +400,7 @@ func TestLedgerRestart(t *testing.T) {
 	if !res.IsError || !strings.HasPrefix(text, "ledger_unavailable: ") || w.files.count() != before {
 		t.Fatalf("ledger down: %q (upstream calls %d -> %d)", text, before, w.files.count())
 	}
-	// Restart: close the ledger, open it again, serve it on the same port.
-	if err := w.lg.Ledger.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(w.lg.Dir, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	w.lg.Ledger = l
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
-	}
-	hs := &http.Server{Handler: server.New(l, server.Options{}).Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	restartLedger(t, w.lg, addr)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		res, text := w.call(t, "write", map[string]any{"path": "/allowed/2", "text": "2"})
@@ -459,4 +442,30 @@ func TestConfigAgainstGrant(t *testing.T) {
 	}
 }
 
-var _ = json.Marshal
+// restartLedger closes lg's ledger, opens its data folder again and
+// serves it on addr, as a restarted server would.
+func restartLedger(t *testing.T, lg *servertest.Log, addr string) {
+	t.Helper()
+	if err := lg.Ledger.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(lg.Dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	lg.Ledger = l
+	var ln net.Listener
+	for i := 0; ; i++ {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("serving the ledger again on %s: %v", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	hs := &http.Server{Handler: server.New(l, server.Options{}).Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+}
