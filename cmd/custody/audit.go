@@ -89,7 +89,7 @@ Example:
    custody export --dir ./custody-data --tiles ./public/log
    custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "tiles", Usage: "audit an exported log in this folder (or at this http(s) URL) instead of a ledger", TakesFile: true},
 			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles", TakesFile: true},
 			&cli.IntFlag{Name: "max-flags", Value: 100, Usage: "list at most this many flags (all are counted)"},

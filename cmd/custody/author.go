@@ -27,7 +27,7 @@ import (
 // signer's key flag ("key", or "admin-key" for principal).
 func authorFlags(keyFlag, keyUsage string) []cli.Flag {
 	return withRemote(
-		dirFlag(),
+		dirFlag(), storeFlag(),
 		&cli.StringFlag{Name: keyFlag, Usage: keyUsage, Required: true, TakesFile: true},
 		&cli.StringFlag{Name: "id", Usage: "the statement id (default: <kind>_<8 random hex>)"},
 		&cli.StringFlag{Name: "actor", Usage: "the signer's name (default: the name the ledger binds to the key)"},

@@ -37,6 +37,40 @@ func dirFlag() *cli.StringFlag {
 	}
 }
 
+// storeFlag names a database that holds the ledger instead of a data
+// folder: postgres://user@host:port/db (see docs/DEPLOY.md).
+func storeFlag() *cli.StringFlag {
+	return &cli.StringFlag{
+		Name:    "store",
+		Usage:   "the ledger's database instead of a data folder: `postgres://USER@HOST:PORT/DB` (beats --dir)",
+		Sources: cli.EnvVars("CUSTODY_STORE"),
+	}
+}
+
+// location is where the command's ledger lives: --store (or
+// $CUSTODY_STORE) if given, else --dir (or $CUSTODY_DIR, or the default).
+// A --dir given on the command line beats $CUSTODY_STORE.
+func location(c *cli.Command) (string, error) {
+	st := c.String("store")
+	if st != "" && !ledger.IsStoreURL(st) {
+		return "", usage(c, "--store %q: want a postgres:// URL (a data folder is --dir)", st)
+	}
+	if st != "" && !(os.Getenv("CUSTODY_STORE") == st && dirOnCommandLine()) {
+		return st, nil
+	}
+	return c.String("dir"), nil
+}
+
+// dirOnCommandLine reports whether --dir was given as a flag.
+func dirOnCommandLine() bool {
+	for _, a := range os.Args[1:] {
+		if a == "--dir" || a == "-dir" || strings.HasPrefix(a, "--dir=") || strings.HasPrefix(a, "-dir=") {
+			return true
+		}
+	}
+	return false
+}
+
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
 }
@@ -45,7 +79,10 @@ func jsonFlag() *cli.BoolFlag {
 // passphrase-protected; the passphrase comes from $CUSTODY_PASSPHRASE or
 // the terminal.
 func openLedger(c *cli.Command) (*ledger.Ledger, error) {
-	dir := c.String("dir")
+	dir, err := location(c)
+	if err != nil {
+		return nil, err
+	}
 	l, err := ledger.Open(dir, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + dir + ": ")})
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger: %w", err)

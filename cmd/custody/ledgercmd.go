@@ -40,7 +40,7 @@ Example:
 
    custody init --dir ./custody-data --origin example.com/custody --admin-name admin`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -54,12 +54,14 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
+			dir, err := location(c)
+			if err != nil {
+				return err
+			}
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
 			}
-			var err error
 			if o.ClockSkewSeconds, err = seconds("clock-skew", c.Duration("clock-skew")); err != nil {
 				return usage(c, "%v", err)
 			}
@@ -72,8 +74,23 @@ Example:
 					return fmt.Errorf("init: admin key: %w", err)
 				}
 				adminFile = f
+			} else if ledger.IsStoreURL(dir) {
+				// A log in a database keeps only what its servers need
+				// there; the admin key goes to a file here, to keep offline.
+				adminFile = "custody-admin.key"
+				_, priv, err := sign.GenerateKey()
+				if err != nil {
+					return err
+				}
+				if err := sign.WritePrivateKeyFile(adminFile, priv, nil, false); err != nil {
+					return fmt.Errorf("init: writing the new admin key: %w (give one with --admin-key)", err)
+				}
+				o.AdminKey = priv
 			}
 			logFile := filepath.Join(dir, ledger.LogKeyFile)
+			if ledger.IsStoreURL(dir) {
+				logFile = ledger.LogKeyFile + " (in the database)"
+			}
 			if f := c.String("log-key"); f != "" {
 				if o.LogKey, err = readPrivateKey(f); err != nil {
 					return fmt.Errorf("init: log key: %w", err)
@@ -113,9 +130,13 @@ Example:
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
 			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
-			fmt.Fprintf(w, "   custody principal enroll --dir %s --admin-key %s --name user:alice --public-key alice.key\n", dir, adminFile)
+			locFlag := "--dir"
+			if ledger.IsStoreURL(dir) {
+				locFlag = "--store"
+			}
+			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", locFlag, dir, adminFile)
 			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
-			fmt.Fprintf(w, "   custody confirm --dir %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", dir)
+			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", locFlag, dir)
 			fmt.Fprintf(w, "       --workflow wf_1 --target airline_portal/account_123 --capability purchase --limit budget_usd=800 --ttl 15m\n")
 			fmt.Fprintf(w, "Give auditors the verifier key above; keep %s offline.\n", adminFile)
 			return nil
@@ -175,7 +196,7 @@ Example:
 
    custody append --dir ./custody-data envelopes.jsonl`,
 		Flags: withRemote(
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "envelopes in flight at once (only for independent envelopes)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per line"},
 		),
@@ -399,7 +420,7 @@ Example:
 
    custody get --dir ./custody-data --id confirm_42c1`,
 		Flags: withRemote(
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			jsonFlag(),
@@ -533,7 +554,7 @@ Example:
    custody checkpoint --dir ./custody-data > checkpoint.txt
    custody checkpoint --dir ./custody-data --key`,
 		Flags: withRemote(
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
 			jsonFlag(),
 		),
@@ -601,7 +622,7 @@ Example:
 
    custody proof inclusion --dir ./custody-data --index 3 --json`,
 		Flags: withRemote(
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index", Required: true},
 			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
 			jsonFlag(),
@@ -660,7 +681,7 @@ Example:
 
    custody proof consistency --dir ./custody-data --from 10 --to 20 --json`,
 		Flags: withRemote(
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.Uint64Flag{Name: "from", Usage: "the older tree size", Required: true},
 			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
 			jsonFlag(),
@@ -723,7 +744,7 @@ Example:
 
    custody export --dir ./custody-data --tiles ./public/log`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write", Required: true, TakesFile: true},
 			jsonFlag(),
 		},

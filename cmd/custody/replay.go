@@ -155,7 +155,7 @@ Example:
    custody replay --bundle wf.bundle.json --log-key log.vkey --workflow wf_9f3a --html wf.html
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "workflow", Usage: "the workflow to replay (with --bundle: checked against the bundle's)"},
 			&cli.StringFlag{Name: "bundle", Usage: "replay a workflow bundle file instead of a local ledger", TakesFile: true},
 			&cli.StringFlag{Name: "log-key", Usage: "with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it", TakesFile: true},

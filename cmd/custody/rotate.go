@@ -30,10 +30,11 @@ func keyRotateLogCommand() *cli.Command {
    new key set (printed, and by 'custody checkpoint --key').
 
 2. Finish (--finish), once verifiers hold the new set: the new key signs
-   alone. Each old key is retired at the current tree size: the key set
-   keeps it as "<key> max_size=N", so every checkpoint it signed still
-   verifies, and a checkpoint larger than N signed by it alone is refused,
-   whoever holds it.
+   alone. Each old key is retired at the current head: the key set keeps
+   it as "<key> max_size=N root=R". Signed by it alone, that head still
+   verifies, older checkpoints verify once proven consistent with it
+   ('custody verify consistency'), and any other checkpoint (larger, or a
+   different history) is refused, whoever holds the key.
 
 GENESIS binds the log key for ever, and it keeps signing DENIALs: keep its
 file as before. Verifiers give the key set file to --log-key wherever they
@@ -46,7 +47,7 @@ Example:
    custody key rotate-log --dir ./custody-data --finish
    custody verify bundle --log-key log.keys wf.bundle.json`,
 		Flags: []cli.Flag{
-			dirFlag(),
+			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
@@ -56,10 +57,12 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
+			dir, err := location(c)
+			if err != nil {
+				return err
+			}
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
 			var r *ledger.Rotation
-			var err error
 			if c.Bool("finish") {
 				if c.String("new-key") != "" || c.Bool("encrypt") {
 					return usage(c, "--finish takes no --new-key or --encrypt: it retires the old key")
