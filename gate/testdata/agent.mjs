@@ -11,7 +11,8 @@
 //   {"id":3,"op":"close"}                         -> {"id":3,"closed":true}
 //
 // Calls run concurrently; answers carry their request's id. A tools
-// list_changed notification prints {"event":"tools_changed"}.
+// list_changed notification prints {"event":"tools_changed"}. At the end
+// of its input it answers what is in flight, then hangs up.
 //
 // CUSTODY_MCP_DIR names the folder scripts/mcp.sh installed the SDK into.
 import { createInterface } from "node:readline";
@@ -70,11 +71,17 @@ async function handle(req) {
   }
 }
 
+const inflight = new Set();
 const rl = createInterface({ input: process.stdin });
 rl.on("line", (line) => {
-  if (line.trim() !== "") handle(JSON.parse(line));
+  if (line.trim() === "") return;
+  const p = handle(JSON.parse(line));
+  inflight.add(p);
+  p.finally(() => inflight.delete(p));
 });
 rl.on("close", async () => {
+  // End of input: answer what is in flight, then hang up.
+  await Promise.allSettled([...inflight]);
   await client.close();
   process.exit(0);
 });
