@@ -121,7 +121,8 @@ type Gate struct {
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
 
-	server *mcp.Server
+	server *mcp.Server   // set once, before ready is closed
+	ready  chan struct{} // closed once server is set
 	ups    []*upstream
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -167,7 +168,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		version: o.Version, timeout: o.StreamTimeout, grantID: o.Grant, inForce: map[string]bool{},
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
 		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{}, streamUp: make(chan struct{}),
-		done: make(chan struct{})}
+		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -197,6 +198,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "custody-gate", Version: g.version}, g.serverOptions())
 	g.server.AddReceivingMiddleware(g.middleware)
+	close(g.ready)
 	for _, up := range g.ups {
 		if err := g.sync(ctx, up); err != nil {
 			g.closeUpstreams()
@@ -674,6 +676,9 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 	up := &upstream{name: u.label()}
 	resync := func() {
 		go func() {
+			// A notification may come before the gate's server exists;
+			// the first sync, after it, lists everything anyway.
+			<-g.ready
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := g.sync(sctx, up); err != nil {
@@ -686,12 +691,12 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { resync() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resync() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if g.server != nil {
+			if g.isReady() {
 				g.server.ResourceUpdated(ctx, req.Params)
 			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			if g.server == nil {
+			if !g.isReady() {
 				return
 			}
 			for ss := range g.server.Sessions() {
@@ -730,6 +735,15 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		up.caps = &mcp.ServerCapabilities{}
 	}
 	return up, nil
+}
+
+func (g *Gate) isReady() bool {
+	select {
+	case <-g.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // serverOptions derives the capabilities the gate offers from its
