@@ -79,11 +79,17 @@ func jsonFlag() *cli.BoolFlag {
 // passphrase-protected; the passphrase comes from $CUSTODY_PASSPHRASE or
 // the terminal.
 func openLedger(c *cli.Command) (*ledger.Ledger, error) {
+	return openLedgerWith(c, ledger.Options{})
+}
+
+// openLedgerWith is openLedger with options.
+func openLedgerWith(c *cli.Command, o ledger.Options) (*ledger.Ledger, error) {
 	dir, err := location(c)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledger.Open(dir, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + dir + ": ")})
+	o.Passphrase = sign.Passphrase("passphrase for the log key of " + dir + ": ")
+	l, err := ledger.Open(dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger: %w", err)
 	}
