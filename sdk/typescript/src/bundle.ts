@@ -10,8 +10,11 @@
  * - GENESIS at index 0, signed by its own admin key, with a log_key that is
  *   one of the given checkpoint keys;
  * - every envelope's signature by the key the bundle binds to its key id
- *   (the admin key, enrolled principals, grantees, the log key for
- *   DENIALs), and a DENIAL's rejected envelope when its signer is bound;
+ *   (the admin key for GENESIS and PRINCIPAL, enrolled principals and
+ *   grantees for the rest, and for DENIALs the DENIAL key in force at their
+ *   index: GENESIS's log key, or the key the latest admin PRINCIPAL of op
+ *   log_key before them names), and a DENIAL's rejected envelope when its
+ *   signer is bound;
  * - both back-link chains complete: the subject's workflow back to its
  *   first leaf, and the trust chain from the subject's trust_head back to
  *   GENESIS.
@@ -149,28 +152,44 @@ export function verifyBundle(input: Bundle | string, verifierKeys: string): Bund
     pass("genesis");
 
     // Signatures, in log order, each by the key the bundle has bound to
-    // its key id by then.
+    // its key id by then. GENESIS and PRINCIPAL are the admin's; DENIALs
+    // are the DENIAL key's: GENESIS's log key until an admin PRINCIPAL of
+    // op log_key names a new one, from that index on (the old one retired
+    // for good). No log-role key ever signs a submission.
     const bound = new Map<string, Uint8Array>();
     const bind = (b64: string) => {
       const pub = parsePublicKey(b64);
       bound.set(sha256hex(pub), pub);
     };
-    const logKeyId = sha256hex(logPub);
+    const logRole = new Set<string>([sha256hex(logPub)]);
+    let denialKey = logPub;
+    const adminKey = parsePublicKey(gen.admin_key);
+    const adminId = sha256hex(adminKey);
     for (const [i, r] of entries) {
       const st = r.statement;
       let signer: Uint8Array | undefined;
+      const id = r.envelope.keyId;
       if (st.type === "GENESIS") {
-        signer = parsePublicKey(st.admin_key);
         if (i !== 0) throw new Fail("genesis", `a second GENESIS at ${i}`);
-        bound.set(sha256hex(signer), signer);
+        signer = adminKey;
+      } else if (st.type === "PRINCIPAL") {
+        signer = id === adminId ? adminKey : undefined;
       } else if (st.type === "DENIAL") {
-        signer = r.envelope.keyId === logKeyId ? logPub : undefined;
+        signer = id === sha256hex(denialKey) ? denialKey : undefined;
       } else {
-        signer = r.envelope.keyId === logKeyId ? undefined : bound.get(r.envelope.keyId);
+        signer = logRole.has(id) ? undefined : bound.get(id);
       }
-      if (!signer) throw new Fail("signature", `entry ${i} (${st.type}): key ${r.envelope.keyId} is not bound in the bundle for this kind`);
+      if (!signer) throw new Fail("signature", `entry ${i} (${st.type}): key ${id} is not the key the bundle binds to sign it at this index`);
       if (!verifyEnvelope(r.envelope, signer)) throw new Fail("signature", `entry ${i} (${st.type}): the signature does not verify`);
-      if (st.type === "PRINCIPAL" && (st as Principal).op === "enroll") bind((st as Principal).public_key);
+      if (st.type === "PRINCIPAL") {
+        const p = st as Principal;
+        if (p.op === "enroll") bind(p.public_key);
+        if (p.op === "log_key") {
+          if (p.name !== b.origin) throw new Fail("signature", `entry ${i}: a log_key statement names ${JSON.stringify(p.name)}, not the origin`);
+          denialKey = parsePublicKey(p.public_key);
+          logRole.add(sha256hex(denialKey));
+        }
+      }
       if (st.type === "CONFIRM" || st.type === "DELEGATE") bind((st as Confirm | Delegate).grantee.public_key);
       if (st.type === "DENIAL") {
         const d = st as Denial;

@@ -189,10 +189,10 @@ export class Client {
   readonly #opts: Required<Omit<ClientOptions, "logKey">>;
   readonly #checkpoints = new Map<string, Checkpoint>();
   /**
-   * Keys that sign DENIALs, by key id. GENESIS's log key signs them until
-   * an admin-signed trust statement rotates it (DESIGN §1); the log key is
-   * always among the checkpoint keys, so they seed the set, and
-   * `followTrust` adds rotated ones read from the verified trust chain.
+   * Keys whose DENIALs are taken without a bundle, by key id: the
+   * checkpoint keys (GENESIS's log key is among them, and signs DENIALs
+   * until the admin rotates the DENIAL key; the Go client does the same).
+   * A DENIAL signed by any other key is proven from its bundle.
    */
   readonly #denialKeys = new Map<string, Uint8Array>();
 
@@ -325,11 +325,11 @@ export class Client {
     if (!own) {
       throw new UnverifiedError(`the server logged a decision for an envelope that does not parse (${(ownError as Error).message})`);
     }
-    return this.#verifyAnswer(doc, own, resp.status);
+    return this.#verifyAnswer(doc, own, resp.status, signal);
   }
 
   /** Checks an append answer (see append). */
-  #verifyAnswer(doc: Record<string, unknown>, own: ParsedEnvelope, status: number): AppendResult {
+  async #verifyAnswer(doc: Record<string, unknown>, own: ParsedEnvelope, status: number, signal?: AbortSignal): Promise<AppendResult> {
     const verdict = doc.verdict;
     if (!((verdict === "accepted" && status === 200) || (verdict === "denied" && status === 403))) {
       throw new UnverifiedError(`verdict ${JSON.stringify(verdict)} with HTTP ${status}`);
@@ -371,7 +371,9 @@ export class Client {
     if (entry.envelope.kind !== "DENIAL") throw new UnverifiedError(`leaf ${index} is a ${entry.envelope.kind}, not a DENIAL`);
     const signer = this.#denialKeys.get(entry.envelope.keyId);
     if (!signer || !verifyEnvelope(entry.envelope, signer)) {
-      throw new UnverifiedError(`DENIAL ${index} is not signed by the log's DENIAL-signing key (key ${entry.envelope.keyId})`);
+      // After a DENIAL key rotation, DENIALs are signed by a key the trust
+      // chain names, not a checkpoint key: prove it from the DENIAL's bundle.
+      await this.#proveDenialKey(index, leaf, signal);
     }
     const d = entry.statement as Denial;
     const sum = createHash("sha256").update(canonicalize(own.envelope)).digest("hex");
@@ -545,14 +547,26 @@ export class Client {
   }
 
   /**
-   * followTrust reads the log's trust chain (GENESIS and PRINCIPAL leaves,
-   * back from the latest trust_head) through inclusion-proven entries, and
-   * adds the DENIAL-signing keys it names. It is a no-op until the log
-   * rotates its DENIAL key (the rotating statement's form is in
-   * docs/FORMATS.md); Runtime and append call nothing here on their own.
+   * Proves the key of a DENIAL at index that no checkpoint key signed: its
+   * bundle (fetched from the server, verified offline against the
+   * checkpoint keys) carries the trust chain, and verifyBundle requires the
+   * DENIAL to be signed by the DENIAL key in force at its index (GENESIS's
+   * log key, or the one the latest admin PRINCIPAL of op log_key names).
+   * The bundle must prove exactly the answer's leaf. Nothing is cached: a
+   * later rotation would retire the key.
    */
-  addDenialKey(publicKey: Uint8Array): void {
-    this.#denialKeys.set(toHex(createHash("sha256").update(publicKey).digest()), publicKey);
+  async #proveDenialKey(index: number, leaf: Uint8Array, signal?: AbortSignal): Promise<void> {
+    let b: Bundle;
+    try {
+      b = await this.bundleAt(index, false, signal);
+    } catch (e) {
+      throw new UnverifiedError(`DENIAL ${index} is not signed by a checkpoint key, and its bundle could not be fetched to prove its key: ${(e as Error).message}`);
+    }
+    const v = verifyBundle(b, this.keys.toString());
+    if (!v.valid) throw new UnverifiedError(`DENIAL ${index} is not signed by a checkpoint key, and its bundle does not verify: ${v.failure}`);
+    if (b.subject !== index) throw new UnverifiedError(`DENIAL ${index}: its bundle proves entry ${b.subject}`);
+    const e = b.entries.find((x) => x.index === index);
+    if (!e || e.leaf !== toBase64(leaf)) throw new UnverifiedError(`DENIAL ${index}: its bundle holds another leaf at ${index}`);
   }
 
   /** The keys this client accepts on a DENIAL, by key id. */

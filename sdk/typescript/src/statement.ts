@@ -42,7 +42,8 @@ export interface Genesis extends Header {
 export interface Principal extends Header {
   type: "PRINCIPAL";
   principal_id: string;
-  op: "enroll" | "retire";
+  /** log_key: the admin names a new DENIAL-signing key (name = the log's origin). */
+  op: "enroll" | "retire" | "log_key";
   name: string;
   public_key: string;
 }
@@ -287,7 +288,7 @@ const RULES: Record<Kind, (o: Obj) => void> = {
   },
   PRINCIPAL(o) {
     ident(o, "principal_id");
-    oneOf(o, "op", ["enroll", "retire"]);
+    oneOf(o, "op", ["enroll", "retire", "log_key"]);
     ident(o, "name");
     pubkey(o, "public_key");
   },
@@ -373,6 +374,17 @@ const RULES: Record<Kind, (o: Obj) => void> = {
     if (!KINDS.includes(t as Kind)) invalid("statement_type", `${JSON.stringify(t)} is not a statement kind`);
     optIdent(o, "statement_id");
     optIdent(o, "workflow_id");
+    if (o.envelope !== undefined) {
+      const e = closedObj(o.envelope, "envelope", ["payload", "payloadType", "signatures"], ["payload", "payloadType", "signatures"]);
+      str(e, "payload", "envelope.payload");
+      str(e, "payloadType", "envelope.payloadType");
+      if (!Array.isArray(e.signatures)) invalid("envelope.signatures", "must be an array");
+      e.signatures.forEach((sig, i) => {
+        const so = closedObj(sig, `envelope.signatures[${i}]`, ["keyid", "sig"], ["keyid", "sig"]);
+        str(so, "keyid", `envelope.signatures[${i}].keyid`);
+        str(so, "sig", `envelope.signatures[${i}].sig`);
+      });
+    }
     const rc = str(o, "reason_code");
     if (!/^[a-z_]{1,64}$/.test(rc)) invalid("reason_code", `${JSON.stringify(rc)} is not a reason code`);
     text(o, "reason");

@@ -91,6 +91,14 @@ export class Ledger {
     await this.serve();
   }
 
+  /** Rotates the DENIAL-signing key (custody key rotate-denial, with the server stopped), then serves again. */
+  async rotateDenialKey() {
+    await this.stop();
+    const out = JSON.parse(run(["key", "rotate-denial", "--dir", join(this.dir, "data"), "--admin-key", this.info.admin_key_file, "--json"]));
+    await this.serve();
+    return out;
+  }
+
   async close() {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
