@@ -330,14 +330,23 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 		var wait time.Duration
 		switch {
 		case err != nil:
+			// Whether or not this call tries again, the next one starts
+			// at the next server.
+			c.next(i)
 			if ctx.Err() != nil || !more {
 				return nil, fmt.Errorf("ledger server: %w", err)
 			}
-			c.next(i)
 			wait = min(50*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
 			if len(c.bases) > 1 && attempt%len(c.bases) != len(c.bases)-1 {
 				wait = 0 // try the next server at once, pause after a round
 			}
+		case resp.StatusCode == http.StatusServiceUnavailable && len(c.bases) > 1 && !more:
+			// Not trying again: still point the next call at the leader
+			// this answer names, or at the next server.
+			if leader := resp.Header.Get(api.HeaderLeader); leader == "" || leader == c.bases[i] || !c.follow(leader) {
+				c.next(i)
+			}
+			return resp, nil
 		case resp.StatusCode == http.StatusServiceUnavailable && more:
 			he := httpError(resp).(*HTTPError)
 			resp.Body.Close()

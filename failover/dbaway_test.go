@@ -132,6 +132,17 @@ func TestDatabaseAway(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			for _, s := range servers {
+				r, l, err := s.role()
+				t.Logf("%s: role %s leader %s err %v", s.URL, r, l, err)
+			}
+			out, _ := exec.Command("psql", pg.URL, "-Atc", "SELECT epoch, holder, url, expires_at, clock_timestamp() FROM custody_lease").CombinedOutput()
+			t.Logf("lease: %s", out)
+			t.Logf("the clients' last error: %v (%d errors)", ld.lastErr.Load(), ld.errs.Load())
+			time.Sleep(time.Second)
+			t.Logf("the clients' last error: %v (%d errors)", ld.lastErr.Load(), ld.errs.Load())
+			sso, _ := exec.Command("sh", "-c", "ss -s").CombinedOutput()
+			t.Logf("%s", sso)
 			t.Fatalf("appends did not resume within 30s of the database's return (%d acknowledged since)", n-nAcks)
 		}
 		time.Sleep(50 * time.Millisecond)

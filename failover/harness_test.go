@@ -103,7 +103,12 @@ func newServer(t *testing.T, store string, ttl time.Duration) *server {
 	s := &server{t: t, store: store, addr: addr, URL: "http://" + addr, ttl: ttl,
 		log: filepath.Join(t.TempDir(), "serve.log")}
 	s.start()
-	t.Cleanup(s.kill)
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			t.Logf("log of the server at %s:\n%s", s.URL, s.logText())
+		}
+	})
 	return s
 }
 
@@ -136,8 +141,8 @@ func (s *server) start() {
 
 func (s *server) logText() string {
 	b, _ := os.ReadFile(s.log)
-	if len(b) > 8000 {
-		b = b[len(b)-8000:]
+	if len(b) > 200000 {
+		b = b[len(b)-200000:]
 	}
 	return string(b)
 }

@@ -39,15 +39,16 @@ type ack struct {
 // load is clients appending pending receipts through every server URL,
 // each sending the same bytes again until they are acknowledged.
 type load struct {
-	t      *testing.T
-	cs     *cast
-	cl     *client.Client
-	stop   atomic.Bool
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	acks   []ack
-	errs   atomic.Int64 // answers that were not acknowledgements (503s, transport failures)
-	failed atomic.Int64 // decisions that were not acceptances: must stay 0
+	t       *testing.T
+	cs      *cast
+	cl      *client.Client
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	acks    []ack
+	errs    atomic.Int64 // answers that were not acknowledgements (503s, transport failures)
+	failed  atomic.Int64 // decisions that were not acceptances: must stay 0
+	lastErr atomic.Value
 }
 
 // startLoad runs the first n agents of the cast.
@@ -88,6 +89,7 @@ func (ld *load) run(i int) {
 			// answers a repeat with its first decision). The receipt's seq
 			// is taken, so this agent cannot move on without it.
 			ld.errs.Add(1)
+			ld.lastErr.Store(err.Error())
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
