@@ -80,9 +80,14 @@ func startUpstream(t *testing.T) (*files, *mcp.Server, string) {
 		f.mu.Unlock()
 		return &mcp.CallToolResult{}, nil, nil
 	})
+	return f, s, serveUpstream(t, s)
+}
+
+// serveUpstream serves an MCP server over streamable HTTP on loopback.
+func serveUpstream(tb testing.TB, s *mcp.Server) string {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(hs.Close)
-	return f, s, hs.URL
+	tb.Cleanup(hs.Close)
+	return hs.URL + "/"
 }
 
 const testConfig = `{"tools": {
@@ -126,7 +131,7 @@ func newWorld(t *testing.T, config string) *world {
 	}
 	rt := client.NewRuntime(w.lg.NewClient(), priv, "agent:gate", nil)
 	w.g, err = gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: w.grant,
-		Upstreams: []gate.Upstream{{Name: "files", URL: url + "/"}}, StreamTimeout: 2 * time.Second})
+		Upstreams: []gate.Upstream{{Name: "files", URL: url}}, StreamTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +440,7 @@ func TestConfigAgainstGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = gate.New(context.Background(), gate.Options{Config: cfg, Runtime: client.NewRuntime(w.lg.NewClient(), c.key, "", nil),
-			Grant: w.grant, Upstreams: []gate.Upstream{{URL: url + "/"}}})
+			Grant: w.grant, Upstreams: []gate.Upstream{{URL: url}}})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New: %v, want %q", err, c.want)
 		}
