@@ -4,7 +4,9 @@
 # installs the SDK's dependencies from its lock file (npm ci), compiles it,
 # and runs its tests with node's own test runner against real servers.
 # Each test file starts its own `custody serve` on a free loopback port and
-# stops it when done. About 10-20 s on 2 cores once npm's cache is warm.
+# stops it when done; the failover test serves one log from a throwaway
+# PostgreSQL cluster (scripts/postgres.sh, port $CUSTODY_TS_PGPORT or 54333)
+# with two servers. About 10-20 s on 2 cores once npm's cache is warm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -30,10 +32,25 @@ mkdir -p "$root/.cache/ts"
 go build -o "$root/.cache/ts/custody" ./cmd/custody
 export CUSTODY_BIN="$root/.cache/ts/custody"
 
+echo "== a throwaway PostgreSQL for the failover test (scripts/postgres.sh)"
+pgdir=$(mktemp -d /tmp/custody-ts-pg.XXXXXX)
+chmod 755 "$pgdir"
+export PGPORT=${CUSTODY_TS_PGPORT:-54333}
+trap 'PGPORT=$PGPORT scripts/postgres.sh stop "$pgdir/pg" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+if [ "$(id -u)" = 0 ]; then scripts/postgres.sh install; fi
+if pg_url=$(scripts/postgres.sh start "$pgdir/pg" 2>/dev/null | tail -1) && [ -n "$pg_url" ]; then
+  export CUSTODY_TEST_PG=$pg_url
+  echo "PostgreSQL at $pg_url"
+else
+  echo "no PostgreSQL: the failover test will skip (and fail with CI set)"
+fi
+
 cd sdk/typescript
 echo "== npm ci (from package-lock.json)"
 npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null
 echo "== tsc"
 npm run --silent build
+echo "== npm pack --dry-run (what would be published)"
+npm pack --dry-run --cache "$root/.cache/npm" 2>&1 | grep -E "^npm notice (name|version|total files|[0-9.]+[kM]?B +(dist/index|README|package))" || true
 echo "== node --test"
 node --test --test-concurrency=1 test/*.test.mjs
