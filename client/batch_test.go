@@ -35,7 +35,8 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 
 // TestConcurrentAppendsBatch: a runtime's concurrent appends share
 // requests, and a denial inside a batch costs no other statement its
-// decision: the ones after it are sent again with the right seq.
+// decision: the ones after it are sent again with the right seq. A
+// statement sent Alone costs none a seq_mismatch.
 func TestConcurrentAppendsBatch(t *testing.T) {
 	lg := servertest.Start(t, server.Options{})
 	alice := lg.Principal("user:alice")
@@ -46,39 +47,72 @@ func TestConcurrentAppendsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := client.NewRuntime(c, lg.KeyOf(a), "agent:a", nil)
-	ctx := context.Background()
-	for round := 0; round < 3; round++ {
-		const n = 40
+	mismatches := func() (n int) {
+		size := lg.Ledger.Head().Size
+		for i := uint64(0); i < size; i++ {
+			e, err := lg.Ledger.Entry(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := e.Statement.(*statement.DenialDoc); ok && d.ReasonCode == "seq_mismatch" {
+				n++
+			}
+		}
+		return n
+	}
+	const n = 40
+	good := 0
+	run := func(name string, bad func(i int) bool, ctxOf func(i int) context.Context) {
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				doc := servertest.Pending(grant, fmt.Sprintf("s%d_%d", round, i), map[string]int64{"budget": 1})
-				if i%10 == 7 {
+				doc := servertest.Pending(grant, fmt.Sprintf("%s_%d", name, i), map[string]int64{"budget": 1})
+				if bad(i) {
 					doc.Target = "elsewhere/x" // out of scope: denied
 				}
-				_, errs[i] = rt.Receipt(ctx, doc)
+				_, errs[i] = rt.Receipt(ctxOf(i), doc)
 			}()
 		}
 		wg.Wait()
 		for i, err := range errs {
 			var de *client.DeniedError
 			switch {
-			case i%10 == 7:
+			case bad(i):
 				if !errors.As(err, &de) || de.Receipt.ReasonCode != "out_of_scope" {
-					t.Errorf("round %d, %d: %v, want out_of_scope", round, i, err)
+					t.Errorf("%s %d: %v, want out_of_scope", name, i, err)
 				}
 			case err != nil:
-				t.Errorf("round %d, %d: %v", round, i, err)
+				t.Errorf("%s %d: %v", name, i, err)
+			default:
+				good++
 			}
 		}
 	}
+	bg := func(int) context.Context { return context.Background() }
+
+	// All accepted: far fewer requests than statements.
+	run("good", func(int) bool { return false }, bg)
 	reqs := ct.appends.Load() + ct.batches.Load()
-	t.Logf("120 statements in %d requests (%d batches)", reqs, ct.batches.Load())
-	if ct.batches.Load() == 0 || reqs >= 120 {
-		t.Fatalf("120 concurrent appends took %d requests, %d of them batches", reqs, ct.batches.Load())
+	t.Logf("%d statements in %d requests (%d batches)", n, reqs, ct.batches.Load())
+	if ct.batches.Load() == 0 || reqs > n/2 {
+		t.Fatalf("%d concurrent appends took %d requests, %d of them batches", n, reqs, ct.batches.Load())
+	}
+	// Denials inside batches: every other statement still gets its own
+	// decision.
+	run("mixed", func(i int) bool { return i%10 == 7 }, bg)
+	// Denials sent Alone: no statement is denied seq_mismatch.
+	before := mismatches()
+	run("alone", func(i int) bool { return i%10 == 7 }, func(i int) context.Context {
+		if i%10 == 7 {
+			return client.Alone(context.Background())
+		}
+		return context.Background()
+	})
+	if m := mismatches() - before; m != 0 {
+		t.Errorf("%d seq_mismatch DENIALs with the doubtful statements sent alone", m)
 	}
 	// Every accepted receipt has its own seq, consecutive from 1.
 	size := lg.Ledger.Head().Size
@@ -95,7 +129,7 @@ func TestConcurrentAppendsBatch(t *testing.T) {
 			seqs[r.Seq] = true
 		}
 	}
-	for s := uint64(1); s <= 108; s++ {
+	for s := uint64(1); s <= uint64(good); s++ {
 		if !seqs[s] {
 			t.Fatalf("seq %d missing (%d receipts)", s, len(seqs))
 		}

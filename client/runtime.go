@@ -86,14 +86,25 @@ type appendReq struct {
 	err   error
 }
 
+type aloneKey struct{}
+
+// Alone returns a context under which Runtime.Append sends its statement
+// in a round of its own, never in a batch. Use it for a statement the
+// ledger may well deny (out of scope, over budget, under a STOP): a denial
+// inside a batch costs the statements after it a seq_mismatch DENIAL and
+// a resend.
+func Alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
+
+func alone(ctx context.Context) bool { v, _ := ctx.Value(aloneKey{}).(bool); return v }
+
 // MaxBatch is the most statements a Runtime sends in one round.
 const MaxBatch = 128
 
 // serialRounds is how many rounds a Runtime sends one statement at a time
-// after a statement of a batch was not accepted: the statements after it
-// in that batch carried seqs one too high and were denied (seq_mismatch)
-// and sent again, and one at a time no denial can cost another statement
-// its seq.
+// after a statement of a batch was not accepted (besides the rounds that
+// resend the statements after it, which carried seqs one too high and were
+// denied seq_mismatch): one at a time, no denial can cost another
+// statement its seq.
 const serialRounds = 8
 
 // NewRuntime returns a runtime signing with priv under name (the name the
@@ -156,6 +167,13 @@ func (r *Runtime) drive() {
 		n = min(n, 1)
 		if r.serial > 0 {
 			r.serial--
+		}
+	}
+	// A statement sent Alone goes in a round of its own.
+	for i, q := range r.queue[:n] {
+		if alone(q.ctx) {
+			n = max(i, 1)
+			break
 		}
 	}
 	round := slices.Clone(r.queue[:n])
@@ -297,7 +315,9 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 			r.mu.Lock()
 			r.next = q.st.Head().Seq + 1
 			r.mu.Unlock()
-		case mismatch && broken && q.tries < 3:
+		case (mismatch || errors.As(err, &refused)) && broken && q.tries < 3:
+			// Denied (or refused, rate-limited) for a seq one too high
+			// only because a statement before it was not accepted.
 			q.tries++
 			requeue = append(requeue, q)
 			continue
@@ -318,7 +338,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 	}
 	if broken && len(sent) > 1 {
 		r.mu.Lock()
-		r.serial = serialRounds
+		r.serial = len(requeue) + serialRounds
 		r.mu.Unlock()
 	}
 	return requeue

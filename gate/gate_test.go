@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"fmt"
 	"crypto/ed25519"
 	"net"
 	"net/http"
@@ -473,4 +474,46 @@ func restartLedger(t *testing.T, lg *servertest.Log, addr string) {
 	hs := &http.Server{Handler: server.New(l, server.Options{}).Handler()}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
+}
+
+// TestConcurrentCalls: 32 agents' calls at once, some out of scope. The
+// in-scope ones pass, the others are refused, and the refused ones (sent
+// alone, since the gate sees they are out of scope) cost no other call's
+// receipt a seq_mismatch.
+func TestConcurrentCalls(t *testing.T) {
+	w := newWorld(t, `{"tools": {"write": {"capability": "fs.write", "target": "fs/{path}"}}}`)
+	var wg sync.WaitGroup
+	texts := make([]string, 32)
+	errs := make([]bool, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := "allowed"
+			if i%8 == 3 {
+				dir = "secret"
+			}
+			res, err := w.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": fmt.Sprintf("/%s/%d", dir, i), "text": "x"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			errs[i], texts[i] = res.IsError, res.Content[0].(*mcp.TextContent).Text
+		}()
+	}
+	wg.Wait()
+	for i := range 32 {
+		if want := i%8 == 3; errs[i] != want || (want && !strings.HasPrefix(texts[i], "out_of_scope: ")) {
+			t.Errorf("call %d: isError %v %q", i, errs[i], texts[i])
+		}
+	}
+	rs, denials := w.receipts(t)
+	if len(rs) != 2*28 || len(denials) != 4 {
+		t.Fatalf("%d receipts and %d denials, want 56 and 4", len(rs), len(denials))
+	}
+	for _, d := range denials {
+		if d.ReasonCode != "out_of_scope" {
+			t.Errorf("a DENIAL %s: %s", d.ReasonCode, d.Reason)
+		}
+	}
 }
