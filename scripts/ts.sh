@@ -36,9 +36,9 @@ echo "== a throwaway PostgreSQL for the failover test (scripts/postgres.sh)"
 pgdir=$(mktemp -d /tmp/custody-ts-pg.XXXXXX)
 chmod 755 "$pgdir"
 export PGPORT=${CUSTODY_TS_PGPORT:-54333}
-trap 'PGPORT=$PGPORT scripts/postgres.sh stop "$pgdir/pg" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
-if [ "$(id -u)" = 0 ]; then scripts/postgres.sh install; fi
-if pg_url=$(scripts/postgres.sh start "$pgdir/pg" 2>/dev/null | tail -1) && [ -n "$pg_url" ]; then
+trap 'PGPORT=$PGPORT "$root/scripts/postgres.sh" stop "$pgdir/pg" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+if [ "$(id -u)" = 0 ]; then "$root/scripts/postgres.sh" install; fi
+if pg_url=$("$root/scripts/postgres.sh" start "$pgdir/pg" 2>/dev/null | tail -1) && [ -n "$pg_url" ]; then
   export CUSTODY_TEST_PG=$pg_url
   echo "PostgreSQL at $pg_url"
 else
