@@ -2,8 +2,8 @@ package gate_test
 
 import (
 	"context"
-	"fmt"
 	"crypto/ed25519"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
