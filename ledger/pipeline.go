@@ -102,6 +102,9 @@ func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) 
 	if len(envelope) <= MaxSubmission {
 		envelope = bytes.Clone(envelope)
 	}
+	if l.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
 	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
@@ -347,6 +350,11 @@ type pendingAnswer struct {
 
 // process decides a batch and commits it in one transaction.
 func (l *Ledger) process(batch []*request) {
+	if f := l.failed.Load(); f != nil {
+		l.drain()
+		l.refuseAll(batch, *f)
+		return
+	}
 	// On a shared store: only the lease holder decides, on the state the
 	// store holds under its epoch.
 	if err := l.takeLead(); err != nil {
@@ -609,6 +617,14 @@ func (l *Ledger) drain() error {
 // publishes the new head, and only then answers its submissions.
 func (l *Ledger) commitJob(j *job) {
 	err := l.commit(j)
+	if err == nil {
+		// Durable outside the store before anyone sees it (signedhead.go).
+		if err = l.hf.write(j.head.Checkpoint); err != nil {
+			err = fmt.Errorf("entries %d..%d are committed, but their checkpoint could not be kept in the signed-head file (%w); the ledger stops appending: restart it",
+				j.head.Size-uint64(j.n), j.head.Size-1, err)
+			l.failed.Store(&err)
+		}
+	}
 	if err != nil {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell

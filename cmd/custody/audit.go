@@ -111,7 +111,7 @@ Example:
 				}
 				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc)
 			} else {
-				l, err := openLedger(c)
+				l, err := openLedger(c, true)
 				if err != nil {
 					return err
 				}
@@ -121,6 +121,9 @@ Example:
 					if opts.VerifierKey, err = verifierKeyArg(c, "log-key"); err != nil {
 						return err
 					}
+				}
+				if d := l.Damage(); d != nil {
+					return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", d)}
 				}
 				head := l.Head()
 				if head.Checkpoint == nil {

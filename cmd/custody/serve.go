@@ -85,7 +85,7 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
-			l, err := openLedger(c)
+			l, err := openLedger(c, false)
 			if err != nil {
 				return err
 			}
