@@ -238,4 +238,3 @@ func verifyTables(db *badger.DB) (err error) {
 	}()
 	return db.VerifyChecksum()
 }
-
