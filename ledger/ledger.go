@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -196,6 +197,7 @@ type Ledger struct {
 	builder  *merkle.Builder
 	limiter  *limiter
 	lastAt   time.Time
+	wfx      wfIndexer // the workflow index of the batches in flight
 	// txnBudget is the most a batch's transaction may weigh (the
 	// store's Weigh): its Budget, smaller in tests of split.
 	txnBudget int
@@ -258,6 +260,13 @@ func openStore(loc string, opts Options) (storage.Store, error) {
 // postgres:// URL.
 func Open(loc string, opts Options) (*Ledger, error) {
 	opts.defaults()
+	if !pgstore.IsURL(loc) && !badgerstore.Exists(loc) {
+		if _, err := os.Stat(filepath.Join(loc, SignedHeadName)); err != nil {
+			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", loc, loc)
+		}
+		return nil, &DamageError{Dir: loc, Err: ErrRolledBack,
+			What: fmt.Sprintf("%s holds the log's signed head but no database (%s is missing)", loc, filepath.Join(loc, "db"))}
+	}
 	if !opts.ReadOnly && !pgstore.IsURL(loc) && badgerstore.Exists(loc) {
 		// Check a scratch copy first: Badger must not open (and "repair")
 		// a folder that does not hold what the log last signed.

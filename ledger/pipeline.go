@@ -350,6 +350,7 @@ type pendingAnswer struct {
 
 // process decides a batch and commits it in one transaction.
 func (l *Ledger) process(batch []*request) {
+	l.wfx.job++
 	if f := l.failed.Load(); f != nil {
 		l.drain()
 		l.refuseAll(batch, *f)
@@ -449,6 +450,11 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, d.Statement)
 			if wf := d.Statement.WorkflowID(); wf != "" {
 				workflows[wf] = true
+				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow); err != nil {
+					l.drain()
+					l.fail(batch, answers, err)
+					return
+				}
 			}
 		case authority.Denied:
 			if !l.limiter.allow(d.SignerKey, at) {
@@ -466,6 +472,11 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, doc)
 			if doc.Workflow != "" {
 				workflows[doc.Workflow] = true
+				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow); err != nil {
+					l.drain()
+					l.fail(batch, answers, err)
+					return
+				}
 			}
 		}
 		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
@@ -502,6 +513,7 @@ func (l *Ledger) process(batch []*request) {
 		l.fail(batch, answers, err)
 		return
 	}
+	l.wfx.committed(l.wfx.job - 1)
 	l.next, l.lastAt = next, at
 	if len(hashes) == 0 {
 		l.answer(j, l.head.Load())
@@ -548,6 +560,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	j.prover = l.prover.Over(tiles)
 	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()
+	l.wfx.written(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	b.Edge, b.Checkpoint = edge, cp
 	if b.From == 0 {
 		b.Origin = l.origin
@@ -802,6 +815,7 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 // engine's cached changes, the tree builder's leaves and the next index.
 func (l *Ledger) recoverState() error {
 	l.engine.Discard()
+	l.wfx.discard()
 	l.next = l.head.Load().Size
 	return l.reload()
 }

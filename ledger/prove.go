@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -29,15 +31,21 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 	case e.Statement.WorkflowID() == "":
 		indexes, trustTop = []uint64{subject}, e.TrustHead
 	default:
-		wf, err := l.WorkflowIndexes(e.Statement.WorkflowID())
+		// From the workflow index, at most MaxBundleEntries of them.
+		wfID := e.Statement.WorkflowID()
+		wf, more, err := l.WorkflowRange(context.Background(), wfID, 0, MaxBundleEntries)
 		if err != nil {
 			return nil, err
 		}
 		for _, i := range wf {
 			if i > subject && !wholeWorkflow {
+				more = false
 				break
 			}
 			indexes = append(indexes, i)
+		}
+		if more {
+			return nil, &BundleTooLargeError{Subject: subject, Workflow: wfID, Whole: wholeWorkflow}
 		}
 		if !slices.Contains(indexes, subject) {
 			return nil, fmt.Errorf("entry %d is not on the back-link chain of workflow %q", subject, e.Statement.WorkflowID())
@@ -72,6 +80,34 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 	}
 	return b, nil
 }
+
+// MaxBundleEntries is the most workflow entries one bundle holds: a bundle
+// is built in memory (about 2.5 KiB an entry with its proof), so this
+// bounds what one request can make the server hold.
+const MaxBundleEntries = 16384
+
+// ErrTooLarge is wrapped by BundleTooLargeError.
+var ErrTooLarge = errors.New("too large")
+
+// BundleTooLargeError is Prove's error for a bundle of more than
+// MaxBundleEntries workflow entries; its sentence says how to get the
+// workflow in parts.
+type BundleTooLargeError struct {
+	Subject  uint64
+	Workflow string
+	Whole    bool
+}
+
+func (e *BundleTooLargeError) Error() string {
+	what := fmt.Sprintf("the bundle of entry %d", e.Subject)
+	if e.Whole {
+		what = fmt.Sprintf("the bundle of workflow %q", e.Workflow)
+	}
+	return fmt.Sprintf("%s would hold more than %d workflow entries, the most one bundle holds: read the workflow in pages (GET /v1/workflows/{id}?after=N, each page's last index as the next N; `custody get` reads single entries) and check each entry with its inclusion proof (GET /v1/proof/inclusion?index=N), or ask for the bundle of an earlier entry of the workflow",
+		what, MaxBundleEntries)
+}
+
+func (e *BundleTooLargeError) Unwrap() error { return ErrTooLarge }
 
 // trustHeadAt returns the trust head of the leaf at index.
 func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
