@@ -64,6 +64,10 @@ type Options struct {
 	// (default 256 MiB): a batch that would leave less is not committed and
 	// fails with ErrDiskFull. See ErrDiskFull for why.
 	ReserveBytes int64
+	// BallastBytes is the ballast a data folder keeps against other
+	// programs filling its disk (storage/badgerstore/ballast.go; default
+	// 64 MiB, negative: none).
+	BallastBytes int64
 	// LogOnly enables AppendLeaves, which writes raw leaves with no
 	// authority checks. It exists to measure the log alone (benchmarks and
 	// the side-by-side comparison with other logs); a ledger written this
@@ -253,7 +257,7 @@ func openStore(loc string, opts Options) (storage.Store, error) {
 		defer cancel()
 		return pgstore.Open(ctx, loc, pgstore.Options{})
 	}
-	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes, ReadOnly: opts.ReadOnly})
+	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes, BallastBytes: opts.BallastBytes, ReadOnly: opts.ReadOnly})
 }
 
 // Open opens the ledger at loc, which Init created: a data folder, or a

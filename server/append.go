@@ -73,6 +73,12 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 		s.m.appends.WithLabelValues("unavailable").Inc()
 		s.unavailable(w, api.CodeUnavailable, "the ledger is closed")
 		return
+	case errors.Is(err, ledger.ErrDiskFull):
+		// Nothing was acknowledged, and the ledger resumes by itself once
+		// space is freed: retryable.
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.unavailable(w, api.CodeDiskFull, "nothing was acknowledged: "+err.Error())
+		return
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		// The caller went away; it gets no acknowledgement.
 		s.m.appends.WithLabelValues("abandoned").Inc()

@@ -84,12 +84,18 @@ func jsonFlag() *cli.BoolFlag {
 // would cut from a damaged file), and a damaged one still opens, with a
 // warning, for inspection.
 func openLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
+	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
+}
+
+// openLedgerWith is openLedger with options (serve's reserve and ballast).
+func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
 	dir, err := location(c)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledger.Open(dir, ledger.Options{ReadOnly: readOnly, HeadFile: os.Getenv("CUSTODY_HEAD_FILE"),
-		Passphrase: sign.Passphrase("passphrase for the log key of " + dir + ": ")})
+	opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+	opts.Passphrase = sign.Passphrase("passphrase for the log key of " + dir + ": ")
+	l, err := ledger.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger: %w", err)
 	}

@@ -83,6 +83,7 @@ type Error struct {
 const (
 	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
 	CodeUnavailable = "unavailable"  // 503: shutting down or the ledger is closed
+	CodeDiskFull    = "disk_full"    // 503: the ledger's disk is nearly full; retry after Retry-After
 	CodeNotFound    = "not_found"    // 404
 	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
 	CodeInternal    = "internal"     // 500: storage failure; nothing was acknowledged

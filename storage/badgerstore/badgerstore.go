@@ -76,6 +76,10 @@ type Options struct {
 	// (default 256 MiB): a batch that would leave less is not committed
 	// and fails with storage.ErrDiskFull.
 	ReserveBytes int64
+	// BallastBytes is the size of the ballast file the store keeps so
+	// that a disk another program fills cannot crash it (ballast.go;
+	// default 64 MiB, negative: none).
+	BallastBytes int64
 	// ReadOnly opens a scratch copy of the database (scratch.go) and
 	// never writes to the data folder. Commit fails.
 	ReadOnly bool
@@ -88,6 +92,7 @@ type Store struct {
 	reserve  int64
 	scratch  *scratch // the copy a ReadOnly store reads
 	readOnly bool
+	ballast  *ballast // nil when ReadOnly
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -113,18 +118,27 @@ func Open(dir string, o Options) (*Store, error) {
 		dbDir = sc.dir
 	}
 	bo := badgerOptions(dbDir, o)
+	var bl *ballast
 	if o.ReadOnly {
 		bo = bo.WithReadOnly(true).WithNumCompactors(0)
+	} else {
+		if o.BallastBytes == 0 {
+			o.BallastBytes = 64 << 20
+		}
+		// Released now if the disk is already full, before Badger writes
+		// anything at open.
+		bl = newBallast(dir, o.BallastBytes, o.ReserveBytes)
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
+		bl.close()
 		sc.remove()
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s (%v)", storage.ErrLocked, dir, err)
 		}
 		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc, nil)}
 	}
-	return &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly}, nil
+	return &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}, nil
 }
 
 // OpenError is Open's error when Badger cannot open the database; Files
@@ -148,7 +162,9 @@ func (e *OpenError) Unwrap() error { return e.Err }
 // Close closes the database (and removes a read-only store's scratch
 // copy).
 func (s *Store) Close() error {
+	s.ballast.check() // room for the final flush
 	err := s.db.Close()
+	s.ballast.close()
 	s.scratch.remove()
 	return err
 }
@@ -486,9 +502,9 @@ func (s *Store) checkSpace(need int) error {
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	want := uint64(s.reserve) + uint64(need)
-	if free < want {
-		return fmt.Errorf("%w: %d MiB free on the filesystem of %s, and custody keeps %d MiB in reserve; appends resume once space is freed",
-			storage.ErrDiskFull, free>>20, s.dir, s.reserve>>20)
+	s.ballast.check()
+	if released := s.ballast.released(); free < want || released {
+		return fmt.Errorf("%w: %s", storage.ErrDiskFull, diskFullError(int64(free), s.reserve, s.dir, released))
 	}
 	return nil
 }
