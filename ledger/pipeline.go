@@ -392,6 +392,7 @@ func (l *Ledger) process(batch []*request) {
 	answers := make([]pendingAnswer, len(batch))
 	seen := make(map[[32]byte]int, len(batch))
 	workflows := map[string]bool{}
+	wfNew := map[string][]uint64{}
 	var (
 		b      = &storage.Batch{From: l.next}
 		hashes []merkle.Hash
@@ -450,6 +451,7 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, d.Statement)
 			if wf := d.Statement.WorkflowID(); wf != "" {
 				workflows[wf] = true
+				wfNew[wf] = append(wfNew[wf], next)
 				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow); err != nil {
 					l.drain()
 					l.fail(batch, answers, err)
@@ -472,6 +474,7 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, doc)
 			if doc.Workflow != "" {
 				workflows[doc.Workflow] = true
+				wfNew[doc.Workflow] = append(wfNew[doc.Workflow], next)
 				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow); err != nil {
 					l.drain()
 					l.fail(batch, answers, err)
@@ -495,7 +498,7 @@ func (l *Ledger) process(batch []*request) {
 		seen[req.hash] = i
 		next++
 	}
-	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, done: make(chan error, 1)}
+	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, wfNew: wfNew, done: make(chan error, 1)}
 	if len(hashes) > 0 {
 		if err := l.prepare(j, b, hashes); err != nil {
 			if errors.Is(err, errTxnTooBig) {
@@ -526,13 +529,14 @@ func (l *Ledger) process(batch []*request) {
 // job is a decided batch on its way to disk.
 type job struct {
 	answers   []pendingAnswer
-	n         int              // leaves
-	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
-	workflows map[string]bool  // the workflows its leaves join
-	prover    *merkle.Prover   // proves its answers from the tiles it writes
-	batch     *storage.Batch   // everything its transaction writes
-	head      *Head            // the head it commits
-	done      chan error       // the commit's outcome, once its answers are sent
+	n         int                 // leaves
+	hashes    map[[32]byte]int    // dedup hashes of the submissions it logs
+	workflows map[string]bool     // the workflows its leaves join
+	wfNew     map[string][]uint64 // and their leaves in each
+	prover    *merkle.Prover      // proves its answers from the tiles it writes
+	batch     *storage.Batch      // everything its transaction writes
+	head      *Head               // the head it commits
+	done      chan error          // the commit's outcome, once its answers are sent
 }
 
 // prepare extends the tree with a batch's leaves and gathers everything its
@@ -655,7 +659,7 @@ func (l *Ledger) commitJob(j *job) {
 		j.done <- err
 		return
 	}
-	l.advanceHead(j.head, j.workflows)
+	l.advanceHead(j.head, j.workflows, j.wfNew)
 	l.answer(j, j.head)
 	j.done <- nil
 }

@@ -25,6 +25,7 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 	}
 	var indexes []uint64
 	var trustTop uint64
+	var leaves map[uint64][]byte
 	switch {
 	case e.Kind() == "GENESIS" || e.Kind() == "PRINCIPAL":
 		trustTop = subject
@@ -50,13 +51,20 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 		if !slices.Contains(indexes, subject) {
 			return nil, fmt.Errorf("entry %d is not on the back-link chain of workflow %q", subject, e.Statement.WorkflowID())
 		}
-		// The trust chain up to the newest trust head any included entry used.
+		// The trust chain up to the newest trust head any included entry
+		// used (each leaf read once: kept for the bundle).
+		leaves = make(map[uint64][]byte, len(indexes))
 		for _, i := range indexes {
-			le, err := l.trustHeadAt(i)
+			raw, err := l.LeafBytes(i)
 			if err != nil {
 				return nil, err
 			}
-			trustTop = max(trustTop, le)
+			leaf, _, err := statement.ParseLeaf(raw)
+			if err != nil {
+				return nil, err
+			}
+			leaves[i] = raw
+			trustTop = max(trustTop, leaf.TrustHead)
 		}
 	}
 	trust, err := l.TrustIndexes(trustTop)
@@ -68,9 +76,12 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 	all = slices.Compact(all)
 	b := &verify.Bundle{Format: verify.BundleFormat, Origin: l.origin, Checkpoint: string(head.Checkpoint), Subject: subject}
 	for _, i := range all {
-		leaf, err := l.LeafBytes(i)
-		if err != nil {
-			return nil, err
+		leaf, ok := leaves[i]
+		if !ok {
+			var err error
+			if leaf, err = l.LeafBytes(i); err != nil {
+				return nil, err
+			}
 		}
 		proof, err := l.prover.InclusionProof(i, head.Size)
 		if err != nil {
@@ -108,19 +119,6 @@ func (e *BundleTooLargeError) Error() string {
 }
 
 func (e *BundleTooLargeError) Unwrap() error { return ErrTooLarge }
-
-// trustHeadAt returns the trust head of the leaf at index.
-func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
-	raw, err := l.LeafBytes(index)
-	if err != nil {
-		return 0, err
-	}
-	leaf, _, err := statement.ParseLeaf(raw)
-	if err != nil {
-		return 0, err
-	}
-	return leaf.TrustHead, nil
-}
 
 // MaxTLogProofLeaf is the largest leaf a tlog-proof can carry: the common
 // reader (transparency-dev/formats) reads lines of at most 64 KiB, and the

@@ -19,6 +19,10 @@ type Commit struct {
 	// here, and that missed nothing, need not look. Nil when unknown (a
 	// server that does not sequence the log learns only the new head).
 	Workflows map[string]bool
+	// Indexes are the batch's leaves of each workflow in Workflows, in
+	// log order (nil when unknown): a subscriber that missed nothing
+	// reads them from here, not from the store.
+	Indexes map[string][]uint64
 }
 
 // broadcaster tells subscribers about new commits. A slow subscriber never

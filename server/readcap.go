@@ -14,9 +14,9 @@ import (
 //
 // Appends and reads share two cores. Reads whose cost grows with what they
 // return (bundles, workflow pages, an event stream catching up) each take
-// a heavy-read token (Options.MaxHeavyReads of them, default one per
-// core): past that they wait, for at most HeavyReadWait, then get 503 with
-// Retry-After. So all readers together use at most that many cores'
+// a heavy-read token (Options.MaxHeavyReads of them, default half the
+// cores): past that they wait, for at most HeavyReadWait, then get 503
+// with Retry-After. So all readers together use at most that many cores'
 // worth of work and that many bundles' worth of memory (a bundle holds at
 // most ledger.MaxBundleEntries entries), and the sequencer and the
 // signature workers keep theirs.

@@ -71,8 +71,10 @@ type Options struct {
 	// hold open (default 64; see readcap.go).
 	MaxStreamsPerAddr int
 	// MaxHeavyReads bounds the bundle, workflow-page and stream catch-up
-	// reads running at once (default: one per core); HeavyReadWait is how
-	// long a request waits for one before it is answered 503 (default 2s).
+	// reads running at once (default: half the cores, at least one, so
+	// the sequencer and the signature workers keep the rest);
+	// HeavyReadWait is how long a request waits for one before it is
+	// answered 503 (default 10s; a waiting request holds no memory).
 	MaxHeavyReads int
 	HeavyReadWait time.Duration
 	// PageSize bounds the entries of one GET /v1/workflows/{id} (default 1000).
@@ -111,10 +113,10 @@ func (o *Options) defaults() {
 		o.MaxStreamsPerAddr = 64
 	}
 	if o.MaxHeavyReads <= 0 {
-		o.MaxHeavyReads = runtime.GOMAXPROCS(0)
+		o.MaxHeavyReads = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if o.HeavyReadWait <= 0 {
-		o.HeavyReadWait = 2 * time.Second
+		o.HeavyReadWait = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
