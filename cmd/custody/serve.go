@@ -15,17 +15,20 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/witness/cosign"
 )
 
 func init() { register(serveCommand) }
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "serve",
-		Usage:     "serve a ledger over HTTP",
-		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]",
+		Name:  "serve",
+		Usage: "serve a ledger over HTTP",
+		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
+			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
    POST /v1/entries                  append one signed envelope; answered only once
@@ -45,6 +48,26 @@ The Go heap runs under a soft limit of --memory-limit MiB (384 by default;
 instead of letting the heap double, which keeps a server on a large log
 within a small container. docs/BENCHMARKS.md measures it.
 
+Witnesses (--witness-policy FILE): the policy names witnesses (witness NAME
+VKEY URL), groups (group NAME N|any|all MEMBER...) and a quorum (quorum
+NAME), in the grammar Tessera reads (docs/FORMATS.md). Each new checkpoint
+goes at once to every witness the quorum counts (C2SP tlog-witness POST
+URL/add-checkpoint, with a consistency proof from the size the witness
+holds); their cosignatures are added to the checkpoint GET /checkpoint
+serves, never changing its body. GET /v1/checkpoint/witnessed serves the
+newest one that meets the quorum, and bundles are made under it. A
+witness gets at most one checkpoint per --witness-interval (the public
+witness network asks for about one a second; 0 for a private set).
+Witness answers other than a cosignature are logged and counted in
+/metrics (custody_witness_requests_total); a fork or split view is logged
+at ERROR.
+
+With --witness-finality, a pending RECEIPT is answered only under a
+checkpoint that meets the quorum, carrying its cosignatures; if none does
+within --witness-timeout the answer is 503 unwitnessed: the entry is
+logged, the runtime must not act, and the same submission sent again is
+answered once witnessed. Other statements are answered when durable.
+
 On SIGINT or SIGTERM it stops accepting connections, answers every append in
 flight, then closes the ledger. Clients (custody --ledger URL, package
 client) check every answer against the log's verifier key.
@@ -52,7 +75,8 @@ client) check every answer against the log's verifier key.
 Example:
 
    custody serve --dir ./custody-data --addr 127.0.0.1:8080
-   curl -s http://127.0.0.1:8080/checkpoint`,
+   curl -s http://127.0.0.1:8080/checkpoint
+   custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
 			dirFlag(), storeFlag(),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
@@ -65,7 +89,17 @@ Example:
 				Usage: "free space kept on the data folder's disk: appends answer 503 below it"},
 			&cli.StringFlag{Name: "ballast", Value: "64MiB", Sources: cli.EnvVars("CUSTODY_BALLAST"),
 				Usage: "a file of this size kept in the data folder and given back when another program fills the disk, so the database can finish its writes (0: none)"},
+			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
+			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
+			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
+				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
+			&cli.BoolFlag{Name: "witness-finality", Usage: "answer a pending RECEIPT only under a checkpoint the witness quorum cosigned",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_FINALITY")},
+			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-finality: how long a pending RECEIPT waits for the quorum before 503",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_TIMEOUT")},
+			&cli.DurationFlag{Name: "witness-interval", Value: time.Second, Usage: "the least time between two checkpoints sent to one witness (0: none)",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
@@ -100,22 +134,50 @@ Example:
 			if err != nil || ballast > 1<<40 {
 				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
 			}
-			opts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
+			lopts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
 			if ballast == 0 {
-				opts.BallastBytes = -1
+				lopts.BallastBytes = -1
 			}
-			l, err := openLedgerWith(c, opts)
-			if err != nil {
+			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
+				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
+			}
+			opts := server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log}
+			if err := witnessOptions(c, &opts); err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", c.String("addr"))
 			if err != nil {
-				l.Close()
 				return fmt.Errorf("serve: %w", err)
+			}
+			advertise := c.String("advertise")
+			if advertise == "" {
+				scheme := "http"
+				if c.String("tls-cert") != "" {
+					scheme = "https"
+				}
+				advertise = scheme + "://" + ln.Addr().String()
+			}
+			lopts.Advertise, lopts.LeaseTTL = advertise, c.Duration("lease-ttl")
+			l, err := openLedgerWith(c, lopts)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			if r := l.Role(); r.Shared {
+				role := "follower"
+				if r.Leader {
+					role = "leader"
+				}
+				log.Info("serving a shared log", "store", l.Dir(), "role", role, "epoch", r.Epoch, "leader", r.LeaderURL, "advertise", advertise)
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			srv := server.New(l, server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log})
+			if l.Role().Shared {
+				// Only the server that sequences the log talks to
+				// witnesses.
+				opts.Leading = l.LeadingChanges(ctx)
+			}
+			srv := server.New(l, opts)
 			err = srv.Serve(ctx, ln, server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 				ShutdownTimeout: c.Duration("shutdown-timeout")})
 			if cerr := l.Close(); cerr != nil && err == nil {
@@ -150,4 +212,40 @@ func parseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB)", s)
 	}
 	return n << sh, nil
+}
+
+// witnessOptions reads the --witness-* flags into opts.
+func witnessOptions(c *cli.Command, opts *server.Options) error {
+	file := c.String("witness-policy")
+	if file == "" {
+		for _, f := range []string{"witness-finality", "witness-timeout", "witness-interval"} {
+			if c.IsSet(f) {
+				return usage(c, "--%s needs --witness-policy FILE", f)
+			}
+		}
+		return nil
+	}
+	p, err := verifycli.ReadPolicy(file)
+	if err != nil {
+		return fmt.Errorf("--witness-policy: %w", err)
+	}
+	if p.None() {
+		return usage(c, "--witness-policy %s: its quorum is none, so there is nothing to send to witnesses", file)
+	}
+	for _, w := range p.Required() {
+		if w.URL == "" {
+			return fmt.Errorf("--witness-policy %s: witness %s has no URL: the log needs one to send it checkpoints (witness NAME VKEY URL)", file, w.Name)
+		}
+	}
+	if d := c.Duration("witness-timeout"); d <= 0 || d > 10*time.Minute {
+		return usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
+	}
+	if d := c.Duration("witness-interval"); d < 0 || d > time.Hour {
+		return usage(c, "--witness-interval %s: want 0 to 1h", d)
+	}
+	opts.WitnessPolicy = p
+	opts.WitnessFinality = c.Bool("witness-finality")
+	opts.WitnessTimeout = c.Duration("witness-timeout")
+	opts.Witness = cosign.Options{Interval: c.Duration("witness-interval"), Timeout: min(5*time.Second, c.Duration("witness-timeout"))}
+	return nil
 }

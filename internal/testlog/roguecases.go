@@ -18,6 +18,9 @@ type RogueCase struct {
 	Defence string // the rule that stops it, with its DESIGN section
 	// Verify and Audit are phrases the failure's sentence holds.
 	Verify, Audit string
+	// AuditCheck is the check custody audit's finding names: "denial"
+	// when empty, "decision" for a statement the log should have denied.
+	AuditCheck string
 	// Build forges the log.
 	Build func(tb testing.TB) Forged
 }
@@ -156,7 +159,7 @@ func RogueDenialCases() []RogueCase {
 
 // RogueCases lists every case of testdata/adversarial/rogue.
 func RogueCases() []RogueCase {
-	return append(RogueDenialCases(), RogueKeyCases()...)
+	return append(append(RogueDenialCases(), RogueKeyCases()...), RogueAuthorityCases()...)
 }
 
 func retiredLine(tb testing.TB, vkey string, size uint64, root merkle.Hash) string {
@@ -198,6 +201,20 @@ func RogueKeyCases() []RogueCase {
 		Build: func(tb testing.TB) Forged {
 			_, forged, keys := RetiredKeyPast(tb)
 			return Forged{R: forged, Bad: forged.Size() - 1, NoEntry: true, Keys: keys}
+		},
+	}, {
+		Name:    "denial-key-retired-signs",
+		Attack:  "after the admin rotated the DENIAL key (PRINCIPAL op log_key), the retired key, still on a host, signs a DENIAL of a receipt the booker never had refused",
+		Defence: "from the rotation's entry on only the new key signs DENIALs; the old one is retired for good (DESIGN §1), which the trust chain in every bundle shows",
+		Verify:  "not the log key", Audit: "not the log key",
+		Build: func(tb testing.TB) Forged {
+			r, s := standardRogue(tb)
+			old := r.DenialKey()
+			r.RotateDenialKey("log_key_2", NewActorSeed(Origin, "the DENIAL key after the rotation"))
+			env := r.SignAccept(s.Booker, r.Author.Pending(s.Booker, "r3", "d3", "step_2", "purchase", StdTarget,
+				map[string]int64{"budget_usd": 10, "max_side_effects": 0}))
+			s.Booker.Seq--
+			return Forged{R: r, Bad: r.DenyForged(env, authority.WorkflowStopped, "RECEIPT r3: stopped", Forgery{SignWith: old})}
 		},
 	}}
 }

@@ -19,7 +19,10 @@
 //	                                      with Last-Event-ID or ?after=N
 //	GET  /v1/keys/{keyid}/seq             KeySeq
 //	GET  /v1/log                          Log
-//	GET  /checkpoint                      C2SP tlog-checkpoint (signed note)
+//	GET  /checkpoint                      C2SP tlog-checkpoint (signed note), with the witness
+//	                                      cosignatures gathered for it so far
+//	GET  /v1/checkpoint/witnessed         the newest checkpoint that meets the witness quorum
+//	                                      (404 without a policy, or before one does)
 //	GET  /tile/<L>/<N>[.p/<W>]            C2SP tlog-tiles hash tile
 //	GET  /tile/entries/<N>[.p/<W>]        C2SP tlog-tiles entry bundle
 //	GET  /healthz, /readyz, /metrics
@@ -43,6 +46,7 @@ const (
 	PathKeys        = "/v1/keys/"
 	PathLog         = "/v1/log"
 	PathCheckpoint  = "/checkpoint"
+	PathWitnessed   = "/v1/checkpoint/witnessed"
 )
 
 // MaxBody is the largest request body the server reads: twice a leaf.
@@ -77,12 +81,20 @@ type AppendResponse struct {
 type Error struct {
 	ReasonCode string `json:"reason_code"`
 	Reason     string `json:"reason"`
+	// Leader is, on a not_leader answer, the URL of the server that
+	// sequences the log (also in the Custody-Leader header), if known.
+	Leader string `json:"leader,omitempty"`
 }
+
+// HeaderLeader names the header in which a server that does not
+// sequence the log gives the URL of the one that does.
+const HeaderLeader = "Custody-Leader"
 
 // Reason codes the server adds to the ledger's (authority.Code).
 const (
 	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
-	CodeUnavailable = "unavailable"  // 503: shutting down or the ledger is closed
+	CodeUnavailable = "unavailable"  // 503: shutting down, the ledger is closed, or its database is away; nothing was acknowledged
+	CodeNotLeader   = "not_leader"   // 503: this server does not sequence the log; send appends to Leader
 	CodeDiskFull    = "disk_full"    // 503: the ledger's disk is nearly full; retry after Retry-After
 	CodeNotFound    = "not_found"    // 404
 	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
@@ -90,6 +102,11 @@ const (
 	CodeMethod      = "bad_method"   // 405
 	CodeTooLarge    = "too_large"    // 413 (also a ledger refusal code)
 	CodeRateLimited = "rate_limited" // 429 (also a ledger refusal code)
+	// CodeUnwitnessed (503): in witness finality mode, a pending RECEIPT
+	// is logged but no checkpoint that includes it met the witness quorum
+	// in time. Nothing was acknowledged: the step must not run. Sending
+	// the same submission again returns its decision once witnessed.
+	CodeUnwitnessed = "unwitnessed"
 )
 
 // Entry is one leaf of the log, decoded for reading. Leaf is the exact
