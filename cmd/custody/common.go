@@ -20,37 +20,12 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 
-	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
 
-// defaultDir is the data folder when neither --dir nor $CUSTODY_DIR says.
-const defaultDir = "./custody-data"
-
-func dirFlag() *cli.StringFlag {
-	return &cli.StringFlag{
-		Name:    "dir",
-		Value:   defaultDir,
-		Usage:   "the ledger's data folder",
-		Sources: cli.EnvVars("CUSTODY_DIR"),
-	}
-}
-
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
-}
-
-// openLedger opens the ledger in the command's --dir. The log key may be
-// passphrase-protected; the passphrase comes from $CUSTODY_PASSPHRASE or
-// the terminal.
-func openLedger(c *cli.Command) (*ledger.Ledger, error) {
-	dir := c.String("dir")
-	l, err := ledger.Open(dir, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + dir + ": ")})
-	if err != nil {
-		return nil, fmt.Errorf("opening the ledger: %w", err)
-	}
-	return l, nil
 }
 
 // readPrivateKey reads a PKCS#8 private key file, asking for its

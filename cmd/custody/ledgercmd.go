@@ -41,6 +41,7 @@ Example:
    custody init --dir ./custody-data --origin example.com/custody --admin-name admin`,
 		Flags: []cli.Flag{
 			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -54,12 +55,15 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			dir := loc.value
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
 			}
-			var err error
 			if o.ClockSkewSeconds, err = seconds("clock-skew", c.Duration("clock-skew")); err != nil {
 				return usage(c, "%v", err)
 			}
@@ -84,7 +88,15 @@ Example:
 				o.LogKeyFile = logFile
 			}
 			o.Options.Passphrase = sign.Passphrase("passphrase for " + logFile + ": ")
-			l, err := ledger.Init(dir, c.String("origin"), o)
+			var l *ledger.Ledger
+			switch {
+			case loc.kind == locDir:
+				l, err = ledger.Init(dir, c.String("origin"), o)
+			case initStoreURL == nil:
+				err = fmt.Errorf("%s: this build has no store driver; use a data folder (--dir)", loc)
+			default:
+				l, err = initStoreURL(ctx, dir, c.String("origin"), o)
+			}
 			if err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
@@ -724,6 +736,7 @@ Example:
    custody export --dir ./custody-data --tiles ./public/log`,
 		Flags: []cli.Flag{
 			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write", Required: true, TakesFile: true},
 			jsonFlag(),
 		},

@@ -71,7 +71,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runIO is run with an explicit standard input.
 func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := newApp(stdin, stdout, stderr)
+	return runApp(ctx, newApp(stdin, stdout, stderr), args)
+}
+
+// runApp runs the command tree app with args and returns the exit code,
+// printing the error, if any, on app's ErrWriter.
+func runApp(ctx context.Context, app *cli.Command, args []string) int {
+	stderr := app.ErrWriter
 	err := app.Run(ctx, args)
 	if err == nil {
 		return exitOK
@@ -136,6 +142,14 @@ sub-agents (delegate), and before an irreversible step an agent writes a
 receipt the ledger checks and makes durable (receipt). Every accepted
 statement is a signed entry in a Merkle log with signed checkpoints, so
 anyone with the log's public key can verify it offline.
+
+Where every command reads and writes, one rule: a location flag you type
+(--dir, --ledger, --store, --bundle, --tiles) wins, and two of them are a
+usage error; otherwise the first set of $CUSTODY_LEDGER, $CUSTODY_STORE and
+$CUSTODY_DIR, among those the command takes; otherwise ./custody-data.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 denied or refused, 4 verification
+failed.
 
 Example:
 

@@ -47,6 +47,7 @@ Example:
    custody verify bundle --log-key log.keys wf.bundle.json`,
 		Flags: []cli.Flag{
 			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
@@ -56,10 +57,16 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			if loc.kind != locDir {
+				return fmt.Errorf("key rotate-log: %s: rotation works on a data folder only in this build", loc)
+			}
+			dir := loc.value
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
 			var r *ledger.Rotation
-			var err error
 			if c.Bool("finish") {
 				if c.String("new-key") != "" || c.Bool("encrypt") {
 					return usage(c, "--finish takes no --new-key or --encrypt: it retires the old key")

@@ -52,6 +52,7 @@ Example:
    curl -s http://127.0.0.1:8080/checkpoint`,
 		Flags: []cli.Flag{
 			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
 			&cli.IntFlag{Name: "max-inflight", Value: 1024, Usage: "appends decided at once; more are answered 503 at once"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "a PEM certificate file: serve HTTPS", TakesFile: true},

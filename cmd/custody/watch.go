@@ -44,8 +44,8 @@ Example:
    custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
    custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "ledger", Usage: "the log's base `URL` (…/checkpoint and …/tile/… below it)"},
-			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it", TakesFile: true},
+			locFlag(locLedger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
+			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
 			jsonFlag(),
@@ -54,10 +54,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			url, state := c.String("ledger"), c.String("state")
-			if url == "" {
-				return usage(c, "--ledger URL is required")
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
 			}
+			url, state := loc.value, c.String("state")
 			if state == "" {
 				return usage(c, "--state FILE is required")
 			}

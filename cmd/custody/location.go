@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/sign"
+)
+
+// # Where a command reads and writes
+//
+// Every command that reads or writes a log finds it here, in one function,
+// resolveLocation, by one rule:
+//
+//  1. a location flag the user typed (--dir, --ledger, --store, --bundle,
+//     --tiles) wins; typing two of them is a usage error (exit 2), never a
+//     silent choice;
+//  2. otherwise the first set of $CUSTODY_LEDGER, $CUSTODY_STORE and
+//     $CUSTODY_DIR, in that order, among the kinds the command takes;
+//  3. otherwise ./custody-data, for a command that takes a data folder.
+//
+// Location flags never read the environment themselves (no urfave Sources):
+// that is how an exported variable used to beat a typed flag, or clash
+// with it. The environment is consulted only here, and only when no
+// location flag was typed.
+
+// locKind is a kind of place a command can read a log from.
+type locKind string
+
+const (
+	locDir    locKind = "dir"    // a data folder (Badger)
+	locLedger locKind = "ledger" // a custody server's URL
+	locStore  locKind = "store"  // a store URL, like postgres://...
+	locBundle locKind = "bundle" // a bundle file (replay)
+	locTiles  locKind = "tiles"  // a static tlog-tiles export, folder or URL (audit)
+)
+
+// locEnv is the environment, in the order it is consulted.
+var locEnv = []struct {
+	kind locKind
+	env  string
+}{
+	{locLedger, "CUSTODY_LEDGER"},
+	{locStore, "CUSTODY_STORE"},
+	{locDir, "CUSTODY_DIR"},
+}
+
+// logKeyEnv is the verifier key used with --ledger, --bundle or --tiles
+// when --log-key is not typed.
+const logKeyEnv = "CUSTODY_LOG_KEY"
+
+// locCategory groups the location flags in --help and marks them for
+// locationKinds.
+const locCategory = "WHERE (a typed flag wins; else $CUSTODY_LEDGER, $CUSTODY_STORE, $CUSTODY_DIR in that order; else ./custody-data)"
+
+// defaultDir is the data folder when no flag or variable says.
+const defaultDir = "./custody-data"
+
+// location is where a command reads and writes, and what said so.
+type location struct {
+	kind  locKind
+	value string
+	from  string // "--dir", "$CUSTODY_DIR" or "default"
+}
+
+func (l location) String() string {
+	if l.from == "default" {
+		return fmt.Sprintf("%s %s (the default)", l.kind, l.value)
+	}
+	return fmt.Sprintf("%s %s (from %s)", l.kind, l.value, l.from)
+}
+
+// why names where loc came from when the user did not type it, for an
+// error message: " (--dir from $CUSTODY_DIR)"; "" for a typed flag, since
+// the error names the value already.
+func (l location) why() string {
+	switch {
+	case strings.HasPrefix(l.from, "--"):
+		return ""
+	case l.from == "default":
+		return fmt.Sprintf(" (--%s defaults to %s)", l.kind, l.value)
+	}
+	return fmt.Sprintf(" (--%s from %s)", l.kind, l.from)
+}
+
+// openStoreURL opens the ledger in the store at url (--store URL or
+// $CUSTODY_STORE); create is true for init, with the origin and options
+// init would give ledger.Init. A store driver (PostgreSQL) sets it from
+// its file's init; while it is nil, --store is hidden from --help and a
+// store location is an error that says so.
+var openStoreURL func(ctx context.Context, url string, o ledger.Options) (*ledger.Ledger, error)
+
+// locFlag makes the flag of a location kind; usageText overrides the
+// kind's usual sentence when not empty.
+func locFlag(k locKind, usageText string) cli.Flag {
+	f := &cli.StringFlag{Name: string(k), Category: locCategory, TakesFile: k != locLedger && k != locStore}
+	switch k {
+	case locDir:
+		f.Usage = "the ledger's data `FOLDER` ($CUSTODY_DIR; default " + defaultDir + ")"
+	case locLedger:
+		f.Usage = "a custody server's `URL`, like http://127.0.0.1:8080, instead of a data folder ($CUSTODY_LEDGER)"
+	case locStore:
+		f.Usage = "a store `URL`, like postgres://..., instead of a data folder ($CUSTODY_STORE)"
+		f.Hidden = openStoreURL == nil
+	case locBundle:
+		f.Usage = "a workflow bundle `FILE` instead of a ledger"
+	case locTiles:
+		f.Usage = "a static export (custody export) in this `FOLDER` or at this http(s) URL, instead of a ledger"
+	}
+	if usageText != "" {
+		f.Usage = usageText
+	}
+	return f
+}
+
+// dirFlag is --dir.
+func dirFlag() cli.Flag { return locFlag(locDir, "") }
+
+// ledgerFlags are the flags of a command that opens a ledger it may
+// write to: --dir and --store.
+func ledgerFlags() []cli.Flag { return []cli.Flag{dirFlag(), locFlag(locStore, "")} }
+
+// logKeyFlag is --log-key, the verifier key that answers from a server,
+// a bundle or an export are checked against.
+func logKeyFlag(usageText string) cli.Flag {
+	return &cli.StringFlag{Name: "log-key", Usage: usageText + " ($" + logKeyEnv + ")", TakesFile: true}
+}
+
+// locationKinds returns the kinds of location c takes, in its flags'
+// order.
+func locationKinds(c *cli.Command) []locKind {
+	var out []locKind
+	for _, f := range c.Flags {
+		if cf, ok := f.(cli.CategorizableFlag); ok && cf.GetCategory() == locCategory {
+			out = append(out, locKind(f.Names()[0]))
+		}
+	}
+	return out
+}
+
+// resolveLocation decides where c reads and writes (see the rule above).
+func resolveLocation(c *cli.Command) (location, error) {
+	kinds := locationKinds(c)
+	var typed []location
+	for _, k := range kinds {
+		if c.IsSet(string(k)) {
+			typed = append(typed, location{kind: k, value: c.String(string(k)), from: "--" + string(k)})
+		}
+	}
+	switch {
+	case len(typed) > 1:
+		names := make([]string, len(typed))
+		for i, t := range typed {
+			names[i] = fmt.Sprintf("%s %q", t.from, t.value)
+		}
+		return location{}, usage(c, "%s: give one place to read from, not %d", strings.Join(names, " and "), len(typed))
+	case len(typed) == 1:
+		if strings.TrimSpace(typed[0].value) == "" {
+			return location{}, usage(c, "%s is empty: give a %s", typed[0].from, locNoun(typed[0].kind))
+		}
+		return typed[0], nil
+	}
+	for _, e := range locEnv {
+		if !slices.Contains(kinds, e.kind) {
+			continue
+		}
+		if v := os.Getenv(e.env); v != "" {
+			return location{kind: e.kind, value: v, from: "$" + e.env}, nil
+		}
+	}
+	if slices.Contains(kinds, locDir) {
+		return location{kind: locDir, value: defaultDir, from: "default"}, nil
+	}
+	flags := make([]string, len(kinds))
+	for i, k := range kinds {
+		flags[i] = "--" + string(k)
+	}
+	return location{}, usage(c, "say where to read from: give %s", strings.Join(flags, " or "))
+}
+
+func locNoun(k locKind) string {
+	switch k {
+	case locDir, locTiles:
+		return "folder"
+	case locBundle:
+		return "file"
+	}
+	return "URL"
+}
+
+// logKeyArg returns the verifier key typed with --log-key, or else
+// $CUSTODY_LOG_KEY, and what said so; "" when neither.
+func logKeyArg(c *cli.Command) (value, from string) {
+	if c.IsSet("log-key") {
+		return c.String("log-key"), "--log-key"
+	}
+	if v := os.Getenv(logKeyEnv); v != "" {
+		return v, "$" + logKeyEnv
+	}
+	return "", ""
+}
+
+// openLedgerAt opens the ledger of a data folder or store location.
+func openLedgerAt(ctx context.Context, loc location) (*ledger.Ledger, error) {
+	switch loc.kind {
+	case locDir:
+		l, err := ledger.Open(loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+		if err != nil {
+			return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
+		}
+		return l, nil
+	case locStore:
+		if openStoreURL == nil {
+			return nil, fmt.Errorf("opening the ledger at %s: this build has no store driver; use a data folder (--dir)", loc)
+		}
+		l, err := openStoreURL(ctx, loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+		if err != nil {
+			return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
+}
+
+// openLedger resolves c's location and opens its ledger; the location
+// must be a data folder or a store.
+func openLedger(c *cli.Command) (*ledger.Ledger, error) {
+	loc, err := resolveLocation(c)
+	if err != nil {
+		return nil, err
+	}
+	return openLedgerAt(context.Background(), loc)
+}
+
+// initStoreURL creates a ledger in the store at url, as ledger.Init does
+// in a folder (custody init --store). Set by a store driver with
+// openStoreURL.
+var initStoreURL func(ctx context.Context, url, origin string, o ledger.InitOptions) (*ledger.Ledger, error)
