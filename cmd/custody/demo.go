@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
