@@ -105,6 +105,7 @@ type step struct {
 	Notes          bool     `json:"notes"`           // the acceptance carries a note (e.g. an overrun)
 	DenialWorkflow *string  `json:"denial_workflow"` // the DENIAL's workflow_id ("" = none)
 	DenialEnvelope *bool    `json:"denial_envelope"` // whether the DENIAL holds the envelope
+	ReasonHas      []string `json:"reason_has"`      // words the reason sentence must contain
 }
 
 type outcome struct {
@@ -350,6 +351,11 @@ func (r *run) submitAndCheck(where string, s *step, b built, want string) bool {
 		fail("got %s (%s), want %s", got.got, reason, want)
 	} else {
 		r.t.Logf("%s: %s %s", where, got.got, reason)
+	}
+	for _, w := range s.ReasonHas {
+		if !strings.Contains(reason, w) {
+			fail("reason %q does not say %q", reason, w)
+		}
 	}
 	if s.Label != "" {
 		idx := uint64(0)

@@ -10,7 +10,7 @@ import (
 )
 
 // benchChain is a log with a depth-3 chain whose budget never runs out.
-func benchChain(b *testing.B) *harness {
+func benchChain(b testing.TB) *harness {
 	h := newHarness(b)
 	h.genesis(nil)
 	h.submit("admin", statement.Principal, obj{"principal_id": "p-alice", "key": "principal:alice"}, opts{})
@@ -135,5 +135,107 @@ func BenchmarkDecideReceiptVerify(b *testing.B) {
 		}
 		e.Link(index, at, d.Statement)
 		index++
+	}
+}
+
+// historyLog is benchChain plus n STOPs or n grants earlier in workflow
+// wf1 (where == "same") or in another workflow wf2 ("other"). The STOPs
+// are step STOPs by the owner on steps the receipts never use, all in
+// force; the grants are n delegations to the receipts' signer.
+func historyLog(b testing.TB, kind string, n int, where string) *harness {
+	h := benchChain(b)
+	h.submit("principal:alice", statement.Confirm, obj{"confirm_id": "c2", "grantee": "agent:acme/other",
+		"scope": obj{"workflow_id": "wf2", "capabilities": []string{"purchase"}, "targets": []string{"shop/*"}}, "ttl_seconds": 2592000}, opts{})
+	h.flushEvery = 256
+	wf := "wf1"
+	if where == "other" {
+		wf = "wf2"
+	}
+	for i := range n {
+		var d authority.Decision
+		switch kind {
+		case "stops":
+			d = h.submit("principal:alice", statement.Stop, obj{"request_id": "s" + itoa(i), "workflow_id": wf, "step_id": "other_" + itoa(i)}, opts{})
+		case "grants":
+			if where == "same" {
+				d = h.submit("agent:acme/coord", statement.Delegate, obj{"delegation_id": "dx" + itoa(i), "parent_ref": "d1", "grantee": "agent:acme/exec",
+					"scope": obj{"capabilities": []string{"purchase"}, "targets": []string{"shop/toys/*"}}, "limits": obj{"usd": 1, "items": 1},
+					"ttl_seconds": 3600}, opts{})
+			} else {
+				d = h.submit("principal:alice", statement.Confirm, obj{"confirm_id": "cx" + itoa(i), "grantee": "agent:acme/exec",
+					"scope": obj{"workflow_id": "wf2", "capabilities": []string{"purchase"}, "targets": []string{"shop/toys/*"}}, "ttl_seconds": 3600}, opts{})
+			}
+		}
+		if d.Verdict != authority.Accepted {
+			b.Fatalf("history %s %d: %s %s", kind, i, d.Code, d.Reason)
+		}
+	}
+	h.flush()
+	h.flushEvery = 0
+	return h
+}
+
+// pendings signs n pending receipts of agent:acme/exec under d2, in wf1 on
+// step_1, from its next seq on.
+func pendings(b testing.TB, h *harness, n int, at time.Time) []*sign.Parsed {
+	exec := keyFor("agent:acme/exec")
+	seq := h.e.NextSeq(exec.KID)
+	hash := h.e.Grant("d2").ScopeHash
+	out := make([]*sign.Parsed, n)
+	for i := range n {
+		r := &statement.ReceiptDoc{Header: statement.Header{Type: statement.Receipt, Timestamp: statement.FormatTimestamp(at),
+			Log: testOrigin, Actor: "agent:acme/exec", Seq: seq + uint64(i)},
+			ReceiptID: "bp" + itoa(int(seq)+i), Workflow: "wf1", StepID: "step_1", Action: "purchase", Target: "shop/books/1",
+			AuthorizationRef: "d2", Result: "pending", ScopeHash: hash, Reserve: map[string]int64{"usd": 1, "items": 1}}
+		payload, err := statement.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env, err := sign.Sign(exec.Priv, "receipt", payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out[i], err = sign.ParseEnvelopeValue(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
+// BenchmarkPendingAfterHistory is the cost of deciding one pending receipt
+// (signature already verified) and committing it on its own, as a lightly
+// loaded ledger does, after 0, 1k and 32k STOPs or grants earlier in its
+// workflow ("same") or in another ("other"). DESIGN §4 (Bounded cost):
+// the figures must be flat across n.
+func BenchmarkPendingAfterHistory(b *testing.B) {
+	logs := map[string]*harness{}
+	for _, kind := range []string{"stops", "grants"} {
+		for _, n := range []int{0, 1000, 32000} {
+			for _, where := range []string{"same", "other"} {
+				name := kind + "=" + itoa(n) + "/" + where
+				b.Run(name, func(b *testing.B) {
+					h := logs[name]
+					if h == nil {
+						h = historyLog(b, kind, n, where)
+						logs[name] = h
+					}
+					h.advance(time.Second)
+					envs := pendings(b, h, b.N, h.now)
+					e, store := h.e, h.store
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := range b.N {
+						d := e.Decide(authority.Submission{Env: envs[i], Verified: true}, h.index, h.now)
+						if d.Verdict != authority.Accepted {
+							b.Fatalf("decision %d: %s %s", i, d.Code, d.Reason)
+						}
+						e.Link(h.index, h.now, d.Statement)
+						h.index++
+						e.Dirty(func(k string, v []byte) { store[k] = v })
+						e.Committed()
+					}
+				})
+			}
+		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	OutcomeExists       Code = "outcome_exists"
 	OutcomeMismatch     Code = "outcome_mismatch"
 	StopLifted          Code = "stop_lifted"
+	AlreadyStopped      Code = "already_stopped"
 	Revoked             Code = "revoked"
 	Expired             Code = "expired"
 	WorkflowStopped     Code = "workflow_stopped"

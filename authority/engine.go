@@ -277,6 +277,12 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	default:
 		return refuse(d, UnknownKey, fmt.Sprintf("key %s is not bound in this log", sub.Env.KeyID))
 	}
+	// The log's own keys sign DENIALs and checkpoints only: what they sign
+	// is never a submission (DESIGN §1), or anyone could post a logged
+	// DENIAL back and have it logged again, nested, without a key.
+	if signer != nil && LogSigns(signer.Role) {
+		return refuse(d, BadSignature, fmt.Sprintf("key %s is the log's own %s key, which signs DENIALs and checkpoints only; an envelope it signed is never a submission", short(sub.Env.KeyID), signer.Role))
+	}
 	if !sub.Verified {
 		if err := sub.Env.Verify(pub); err != nil {
 			return refuse(d, BadSignature, fmt.Sprintf("signature by key %s does not verify: %v", sub.Env.KeyID, err))

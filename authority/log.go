@@ -83,6 +83,8 @@ func (e *Engine) Denial(d *Decision, env *sign.Parsed, index uint64, loggedAt ti
 	if withEnvelope {
 		cp := env.Envelope
 		doc.Envelope = &cp
+	} else {
+		doc.EnvelopeSize = int64(len(canonEnv))
 	}
 	return doc
 }
@@ -117,7 +119,7 @@ func (e *Engine) denialWorkflow(d *Decision, env *sign.Parsed) string {
 	if wf == "" || scope.CheckIdentifier(wf) != nil {
 		return ""
 	}
-	if r := get[KeyWorkflowRec](e.st, prefKeyWF+env.KeyID+"/"+wf); r != nil && (r.Issued || len(r.Held) > 0) {
+	if r := get[KeyWorkflowRec](e.st, prefKeyWF+env.KeyID+"/"+wf); r != nil && (r.Issued || r.Held > 0) {
 		return wf
 	}
 	return ""
@@ -218,6 +220,9 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 		if err := e.sameDenial(doc, want, false); err != nil {
 			return nil, nil, err
 		}
+		if err := e.checkOmitted(doc, env.Envelope, len(env.Payload)); err != nil {
+			return nil, nil, err
+		}
 		e.AcceptDenial(doc, index)
 		return doc, &Decision{Verdict: Denied, Code: Code(doc.ReasonCode), Reason: doc.Reason, Kind: doc.StatementType,
 			SignerKey: doc.SignerKeyID, Notes: []string{"the denied envelope was omitted (too large); its reason cannot be re-checked"}}, nil
@@ -252,6 +257,9 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 			return nil, nil, fmt.Errorf("signer_keyid %s is not the key of the envelope it carries (%s)", doc.SignerKeyID, inner.KeyID)
 		case doc.StatementType != kind:
 			return nil, nil, fmt.Errorf("statement_type %s is not the kind of the envelope it carries (%s)", doc.StatementType, kind)
+		}
+		if err := e.checkUnrederived(doc, inner, &d); err != nil {
+			return nil, nil, err
 		}
 		e.AcceptDenial(doc, index)
 		return doc, &Decision{Verdict: Denied, Code: Code(doc.ReasonCode), Reason: doc.Reason, Kind: doc.StatementType,

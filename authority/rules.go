@@ -13,6 +13,15 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// AgentNamePrefix starts every agent name (the grantee name of a CONFIRM or
+// DELEGATE) and no principal or admin name (DESIGN §1), so that the two
+// name spaces are disjoint and no grantee can take a person's or an
+// organisation's name before the admin enrolls it.
+const AgentNamePrefix = "agent:"
+
+// IsAgentName reports whether name is in the agent name space.
+func IsAgentName(name string) bool { return strings.HasPrefix(name, AgentNamePrefix) }
+
 // NameRec maps a bound name to its key.
 type NameRec struct {
 	KeyID string `json:"keyid"`
@@ -47,6 +56,10 @@ func (c *check) genesis(admin ed25519.PublicKey) {
 		c.deny(IdentityConflict, "the log key and the admin key must differ")
 		return
 	}
+	if IsAgentName(g.Actor) {
+		c.deny(IdentityConflict, "the admin's name %q starts with %q, which only agent names do", g.Actor, AgentNamePrefix)
+		return
+	}
 	if g.Actor == g.Log {
 		c.deny(IdentityConflict, "the admin's name %q is the log's origin, which names the log key", g.Actor)
 		return
@@ -54,6 +67,7 @@ func (c *check) genesis(admin ed25519.PublicKey) {
 	adminID, logID := sign.KeyID(admin), sign.KeyID(logPub)
 	put(c.e.st, keyMeta, &Meta{Origin: g.Log, AdminKeyID: adminID, LogKeyID: logID,
 		MaxDepth: maxDepth, ClockSkew: skew, MaxTTL: maxTTL})
+	put(c.e.st, keyFormat, &FormatRec{Version: StateFormat})
 	c.e.bind(adminID, RoleAdmin, g.Actor, g.AdminKey, 1)
 	c.e.bind(logID, RoleLog, g.Log, sign.EncodePublicKey(logPub), 0)
 	c.e.takeID(g.GenesisID, statement.Genesis, c.index)
@@ -95,6 +109,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 	existing := c.e.Key(kid)
 	switch p.Op {
 	case statement.OpEnroll:
+		if IsAgentName(p.Name) {
+			c.deny(IdentityConflict, "name %q starts with %q, which only agent names do; a principal's name never does", p.Name, AgentNamePrefix)
+			return
+		}
 		if existing != nil {
 			c.deny(IdentityConflict, "key %s is already bound as %s %q", short(kid), existing.Role, existing.Name)
 			return
@@ -129,6 +147,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 func (c *check) grantee(g *statement.Grant) string {
 	pub := boundKey(g.Grantee.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
 	kid := sign.KeyID(pub)
+	if !IsAgentName(g.Grantee.Name) {
+		c.deny(IdentityConflict, "grantee name %q does not start with %q: agent names do, so that no grantee can take a principal's name before it is enrolled", g.Grantee.Name, AgentNamePrefix)
+		return kid
+	}
 	if kid == c.keyID {
 		c.deny(IdentityConflict, "grantee key %s is the issuer's own key", short(kid))
 		return kid
@@ -208,25 +230,37 @@ func (c *check) confirm(s *statement.ConfirmDoc) {
 		Descriptor: d, Revocable: s.Revocable, ScopeHash: s.ScopeHash}, s.Grantee.PublicKey)
 }
 
+// addGrant records an accepted grant, binds its grantee and puts it at the
+// head of the grants its grantee holds in the workflow: a constant number
+// of records, whatever the key held before.
 func (e *Engine) addGrant(g *GrantRec, granteePub string) {
-	put(e.st, prefGrant+g.ID, g)
 	if e.Key(g.GranteeKey) == nil {
 		e.bind(g.GranteeKey, RoleAgent, g.GranteeName, granteePub, 0)
 	}
 	held := e.keyWF(g.GranteeKey, g.Workflow)
-	held.Held = append(held.Held, g.ID)
-	put(e.st, prefKeyWF+g.GranteeKey+"/"+g.Workflow, held)
+	held.Held++
+	if held.Newest != "" {
+		older := *e.Grant(held.Newest)
+		older.NewerHeld = g.ID
+		put(e.st, prefGrant+older.ID, &older)
+		g.OlderHeld = held.Newest
+	}
+	held.Newest = g.ID
+	put(e.st, prefGrant+g.ID, g)
+	put(e.st, keyWFKey(g.GranteeKey, g.Workflow), held)
 	issued := e.keyWF(g.IssuerKey, g.Workflow)
 	if !issued.Issued {
 		issued.Issued = true
-		put(e.st, prefKeyWF+g.IssuerKey+"/"+g.Workflow, issued)
+		put(e.st, keyWFKey(g.IssuerKey, g.Workflow), issued)
 	}
 }
 
+func keyWFKey(keyID, wf string) string { return prefKeyWF + keyID + "/" + wf }
+
+// keyWF returns a copy of what a key holds or issued in a workflow.
 func (e *Engine) keyWF(keyID, wf string) *KeyWorkflowRec {
-	if r := get[KeyWorkflowRec](e.st, prefKeyWF+keyID+"/"+wf); r != nil {
+	if r := get[KeyWorkflowRec](e.st, keyWFKey(keyID, wf)); r != nil {
 		cp := *r
-		cp.Held = slices.Clone(r.Held)
 		return &cp
 	}
 	return &KeyWorkflowRec{}
@@ -277,22 +311,30 @@ func describe(g, first *GrantRec, what string) string {
 }
 
 // stopped denies when a STOP in force covers the workflow, or the step
-// (DESIGN §4 step 6). step "" checks only chain STOPs.
+// (DESIGN §4 step 6). step "" checks only chain STOPs. It reads the first
+// STOP in force on the chain and, if step STOPs are in force, on the step
+// and each step above it (step_3/retry: step_3 and step_3/retry): a cost
+// bounded by the step id, not by how many STOPs came before. The STOP it
+// names is the earliest in force that covers the submission.
 func (c *check) stopped(wf *WorkflowRec, wfID, step string) {
-	for _, id := range wf.Stops {
-		if s := c.e.StopRecord(id); s != nil && s.Scope == statement.StopChain {
-			c.deny(WorkflowStopped, "workflow %q is stopped by %s (index %d)", wfID, s.ID, s.Index)
-			return
-		}
-	}
-	if step == "" {
+	if s := c.e.firstStop(wfID, ""); s != nil {
+		c.deny(WorkflowStopped, "workflow %q is stopped by %s (index %d)", wfID, s.ID, s.Index)
 		return
 	}
-	for _, id := range wf.Stops {
-		if s := c.e.StopRecord(id); s != nil && s.Scope == statement.StopStep && (step == s.Step || strings.HasPrefix(step, s.Step+"/")) {
-			c.deny(StepStopped, "step %q is stopped by %s (stop on step %q, index %d)", step, s.ID, s.Step, s.Index)
-			return
+	if step == "" || wf.StepStops == 0 {
+		return
+	}
+	var first *StopRec
+	for i := 0; i <= len(step); i++ {
+		if i < len(step) && step[i] != '/' {
+			continue
 		}
+		if s := c.e.firstStop(wfID, step[:i]); s != nil && (first == nil || s.Index < first.Index) {
+			first = s
+		}
+	}
+	if first != nil {
+		c.deny(StepStopped, "step %q is stopped by %s (stop on step %q, index %d)", step, first.ID, first.Step, first.Index)
 	}
 }
 
@@ -341,8 +383,10 @@ func (c *check) delegate(s *statement.DelegateDoc) {
 		c.deny(scopeCode(err), "%s", scopeMsg(err))
 		return
 	}
+	// A grant at max_depth can never delegate, so its principals do not
+	// make it narrower (DESIGN §3).
 	if err := scope.Attenuates(scope.Grant{Descriptor: parent.Descriptor, Revocable: parent.Revocable},
-		scope.Grant{Descriptor: d, Revocable: s.Revocable}); err != nil {
+		scope.Grant{Descriptor: d, Revocable: s.Revocable, Final: depth >= c.meta.MaxDepth}); err != nil {
 		c.deny(scopeCode(err), "against parent %s: %s", parent.ID, scopeMsg(err))
 		return
 	}
@@ -403,6 +447,7 @@ func (c *check) revoke(s *statement.RevokeDoc) {
 	c.accept()
 	t := *target
 	t.Revoked, t.RevokedAt, t.RevokedBy = true, statement.FormatLoggedAt(c.at), s.RevokeID
+	c.e.unlinkHeld(&t)
 	put(c.e.st, prefGrant+t.ID, &t)
 }
 
@@ -588,17 +633,16 @@ func (c *check) stop(s *statement.StopDoc) {
 		return
 	}
 	role := ""
+	var dead []string
 	switch {
 	case c.signer.Role == RoleAdmin:
 		role = "admin"
 	case c.keyID == wf.Owner:
 		role = "owner"
 	default:
-		for _, id := range c.e.keyWF(c.keyID, s.Workflow).Held {
-			if g := c.e.Grant(id); g != nil && c.isLive(g) {
-				role = "grantee"
-				break
-			}
+		var live *GrantRec
+		if live, dead = c.liveHeld(c.keyID, s.Workflow); live != nil {
+			role = "grantee"
 		}
 	}
 	if role == "" {
@@ -609,12 +653,28 @@ func (c *check) stop(s *statement.StopDoc) {
 	if c.failed() {
 		return
 	}
+	step := s.StepID
+	if s.StopScope == statement.StopChain {
+		step = ""
+	}
+	if by := get[StopByRec](c.e.st, stopByKey(c.keyID, s.Workflow, step)); by != nil && by.ID != "" {
+		where := fmt.Sprintf("workflow %q", s.Workflow)
+		if step != "" {
+			where = fmt.Sprintf("step %q of workflow %q", step, s.Workflow)
+		}
+		c.deny(AlreadyStopped, "signer %q already has %s in force on %s; a second STOP there changes nothing", c.signer.Name, by.ID, where)
+		return
+	}
 	c.accept()
-	put(c.e.st, prefStop+s.RequestID, &StopRec{ID: s.RequestID, Index: c.index, Workflow: s.Workflow,
-		Scope: s.StopScope, Step: s.StepID, SignerKey: c.keyID, Role: role})
-	nw := *wf
-	nw.Stops = append(slices.Clone(wf.Stops), s.RequestID)
-	put(c.e.st, prefWF+s.Workflow, &nw)
+	c.e.pruneHeld(dead)
+	c.e.pushStop(&StopRec{ID: s.RequestID, Index: c.index, Workflow: s.Workflow,
+		Scope: s.StopScope, Step: step, SignerKey: c.keyID, Role: role})
+	put(c.e.st, stopByKey(c.keyID, s.Workflow, step), &StopByRec{ID: s.RequestID})
+	if step != "" {
+		nw := *wf
+		nw.StepStops++
+		put(c.e.st, prefWF+s.Workflow, &nw)
+	}
 }
 
 // isLive reports, without denying, whether a grant's chain is live now.
@@ -653,17 +713,33 @@ func (c *check) resume(s *statement.ResumeDoc) {
 		c.deny(StopLifted, "%s was already lifted by %s", stop.ID, stop.ResumedBy)
 		return
 	}
+	// A grantee's right to STOP comes from a live grant, and so does its
+	// right to lift its own STOP: once its grants are revoked or expired,
+	// only the owner or the admin may (docs/DECISIONS.md).
+	var dead []string
+	if !isAdmin && stop.Role == "grantee" && c.keyID == stop.SignerKey {
+		var live *GrantRec
+		if live, dead = c.liveHeld(c.keyID, stop.Workflow); live == nil {
+			c.deny(NotAuthorized, "%s was signed by %q as a grantee, which no longer holds a live grant in workflow %q; only the workflow's owner or the admin may lift it now", stop.ID, c.signer.Name, stop.Workflow)
+			return
+		}
+	}
 	c.signerLive()
 	if c.failed() {
 		return
 	}
 	c.accept()
+	c.e.pruneHeld(dead)
 	ns := *stop
 	ns.Resumed, ns.ResumedBy = true, s.ResumeID
+	c.e.unlinkStop(&ns)
 	put(c.e.st, prefStop+ns.ID, &ns)
-	nw := *wf
-	nw.Stops = slices.DeleteFunc(slices.Clone(wf.Stops), func(id string) bool { return id == stop.ID })
-	put(c.e.st, prefWF+stop.Workflow, &nw)
+	put(c.e.st, stopByKey(ns.SignerKey, ns.Workflow, ns.Step), &StopByRec{})
+	if ns.Step != "" {
+		nw := *c.e.Workflow(stop.Workflow)
+		nw.StepStops--
+		put(c.e.st, prefWF+stop.Workflow, &nw)
+	}
 }
 
 // sortedKeys is slices.Sorted(maps.Keys(m)) in one allocation (none for an

@@ -31,6 +31,12 @@ const (
 	RoleAgent     = "agent"
 )
 
+// LogSigns reports whether a key bound in role is one the log itself signs
+// with (DENIALs, checkpoints). Such a key never signs a submission: the
+// engine refuses it at step 2, and the ledger refuses its checkpoint keys,
+// which the log does not bind, before sequencing.
+func LogSigns(role string) bool { return role == RoleLog }
+
 // Meta holds the log's parameters from GENESIS and the trust chain head.
 type Meta struct {
 	Origin       string `json:"origin"`
@@ -79,6 +85,12 @@ type GrantRec struct {
 	RevokedAt   string           `json:"revoked_at,omitempty"`
 	RevokedBy   string           `json:"revoked_by,omitempty"` // revoke_id
 	Spent       map[string]int64 `json:"spent,omitempty"`      // per limit key, this grant and below
+	// NewerHeld and OlderHeld link the grants its grantee holds in the
+	// workflow, newest first (KeyWorkflowRec.Newest heads the list).
+	// OffHeld is set once the grant is known dead and unlinked.
+	NewerHeld string `json:"newer_held,omitempty"`
+	OlderHeld string `json:"older_held,omitempty"`
+	OffHeld   bool   `json:"off_held,omitempty"`
 }
 
 // expires is the grant's expiry instant.
@@ -88,10 +100,14 @@ func (g *GrantRec) expires() time.Time {
 }
 
 // WorkflowRec is a workflow: its owner and where its back-link chain ends.
+// It is written for every leaf of the workflow, so it holds nothing that
+// grows with the workflow (DESIGN §4, Bounded cost).
 type WorkflowRec struct {
-	Owner string   `json:"owner_keyid"`
-	Last  uint64   `json:"last"`
-	Stops []string `json:"stops,omitempty"` // STOPs in force, in log order
+	Owner string `json:"owner_keyid"`
+	Last  uint64 `json:"last"`
+	// StepStops counts the step STOPs in force, so that a receipt in a
+	// workflow with none reads no step list.
+	StepStops int64 `json:"step_stops,omitempty"`
 }
 
 // StopRec is an accepted STOP.
@@ -105,6 +121,25 @@ type StopRec struct {
 	Role      string `json:"role"` // admin, owner or grantee: who may lift it
 	Resumed   bool   `json:"resumed,omitempty"`
 	ResumedBy string `json:"resumed_by,omitempty"`
+	// Prev and Next link the STOPs in force on the same list (the chain,
+	// or one step, of one workflow) in log order; see StopListRec.
+	Prev string `json:"prev,omitempty"`
+	Next string `json:"next,omitempty"`
+}
+
+// StopListRec heads the STOPs in force on one scope of a workflow: its
+// chain, or one step. A decision reads the first; a RESUME unlinks its
+// STOP from anywhere in the list. Record key: stopListKey.
+type StopListRec struct {
+	First string `json:"first,omitempty"`
+	Last  string `json:"last,omitempty"`
+}
+
+// StopByRec is the STOP one key has in force on one scope of a workflow
+// (ID "" once lifted): a second STOP there changes nothing
+// (already_stopped). Record key: stopByKey.
+type StopByRec struct {
+	ID string `json:"id,omitempty"`
 }
 
 // PendingRec is an accepted pending RECEIPT.
@@ -124,9 +159,23 @@ type PendingRec struct {
 
 // KeyWorkflowRec is what one key holds or issued in one workflow.
 type KeyWorkflowRec struct {
-	Held   []string `json:"held,omitempty"` // grants made to the key
-	Issued bool     `json:"issued,omitempty"`
+	Held   int64 `json:"held,omitempty"` // grants ever made to the key
+	Issued bool  `json:"issued,omitempty"`
+	// Newest is the newest held grant not known to be dead; older ones
+	// follow GrantRec.OlderHeld.
+	Newest string `json:"newest,omitempty"`
 }
+
+// FormatRec names the format of the state records, so that a build never
+// reads records written in another layout as if they were its own.
+type FormatRec struct {
+	Version int `json:"version"`
+}
+
+// StateFormat is the format of the state records this build writes.
+// Format 2 (DESIGN version 3) keeps STOPs in force and held grants as
+// linked records instead of lists inside the workflow and key records.
+const StateFormat = 2
 
 // Record key prefixes. Identifiers may contain '/', key ids never do.
 const (
@@ -139,8 +188,46 @@ const (
 	prefStop   = "stop/"
 	prefPend   = "pending/"
 	prefKeyWF  = "keywf/"
-	prefixList = "meta key/ name/ id/ grant/ wf/ stop/ pending/ keywf/"
+	prefStopIn = "stopin/"
+	prefStopBy = "stopby/"
+	keyFormat  = "format"
+	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/"
 )
+
+// stopListKey is the record key of the STOPs in force on a workflow's
+// chain (step "") or on one step. Identifiers never contain '#'.
+func stopListKey(wf, step string) string { return prefStopIn + wf + "#" + step }
+
+// stopByKey is the record key of the STOP a key has in force on a
+// workflow's chain (step "") or on one step. Key ids never contain '/'.
+func stopByKey(keyID, wf, step string) string { return prefStopBy + keyID + "/" + wf + "#" + step }
+
+// CheckStateVersion reports an error if store holds state records of a
+// format this build does not read: a data folder written before DESIGN
+// version 3 keeps STOPs and held grants as lists, which this build would
+// misread. A store with no log yet is fine.
+func CheckStateVersion(store Store) error {
+	meta, err := store.Load(keyMeta)
+	if err != nil || meta == nil {
+		return err
+	}
+	v := 1 // format 1 had no format record
+	raw, err := store.Load(keyFormat)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		var f FormatRec
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return fmt.Errorf("state format record: %w", err)
+		}
+		v = f.Version
+	}
+	if v != StateFormat {
+		return fmt.Errorf("the authority state is in format %d, and this build reads format %d only (DESIGN version 3 changed how STOPs and held grants are kept); open it with the build that wrote it, export the log (custody export), and start a new ledger with this build", v, StateFormat)
+	}
+	return nil
+}
 
 // state is the engine's cache over a Store.
 type state struct {

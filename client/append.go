@@ -14,6 +14,7 @@ import (
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/witness"
 )
 
 // Receipt is a verified answer to an append: the entry (the statement, or
@@ -34,6 +35,9 @@ type Receipt struct {
 	// Statement is what was submitted (set by Runtime; nil from
 	// Client.Append).
 	Statement statement.Statement
+	// Witnessed says which witnesses cosigned Checkpoint, when the client
+	// has a witness policy and this is a pending RECEIPT.
+	Witnessed *witness.Evaluation
 }
 
 // Accepted reports whether the statement itself was logged.
@@ -110,6 +114,11 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 	}
 	if !r.Accepted() {
 		return r, &DeniedError{Receipt: r}
+	}
+	if c.opts.Policy != nil && isPendingReceipt(own) {
+		if err := c.requireWitnessed(ctx, r); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/witness"
 )
 
 // Options tune a Client. The zero value is sensible.
@@ -51,6 +52,15 @@ type Options struct {
 	// MaxRetryWait caps the wait between retries (default 2s), whatever
 	// Retry-After says.
 	MaxRetryWait time.Duration
+	// Policy, when set, is a witness policy every accepted pending RECEIPT
+	// must stand under: the answer's checkpoint must carry valid
+	// cosignatures of its quorum (a server in witness finality mode sends
+	// them), or the client waits up to WitnessWait (default 10s) for the
+	// server's newest witnessed checkpoint to include the entry. Otherwise
+	// Append fails with ErrNotWitnessed, and Runtime.Execute does not run
+	// the step.
+	Policy      *witness.Policy
+	WitnessWait time.Duration
 }
 
 // Client is a verified connection to one log. It is safe for concurrent
@@ -87,6 +97,9 @@ func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	}
 	if o.MaxRetryWait <= 0 {
 		o.MaxRetryWait = 2 * time.Second
+	}
+	if o.WitnessWait <= 0 {
+		o.WitnessWait = 10 * time.Second
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -39,7 +39,7 @@ func TestRotatedLog(t *testing.T) {
 	// The retired key alone: the server's checkpoints are not its.
 	oldKey := ""
 	for _, line := range strings.Split(lg.VKey, "\n") {
-		if k, ok := strings.CutSuffix(line, " max_size=1"); ok {
+		if k, _, ok := strings.Cut(line, " max_size=1 root="); ok {
 			oldKey = k
 		}
 	}

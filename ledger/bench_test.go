@@ -28,7 +28,7 @@ var benchKey = func() ed25519.PrivateKey { _, k, _ := sign.GenerateKey(); return
 
 func openLogOnly(tb testing.TB, dir string) *Ledger {
 	tb.Helper()
-	l, err := open(dir, "bench.example/log", oneKey(benchKey), Options{LogOnly: true})
+	l, err := openAt(dir, "bench.example/log", oneKey(benchKey), Options{LogOnly: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func BenchmarkOpen(b *testing.B) {
 
 // openExisting reopens a log-only benchmark ledger.
 func openExisting(dir string) (*Ledger, error) {
-	return open(dir, "bench.example/log", oneKey(bigKey), Options{LogOnly: true})
+	return openAt(dir, "bench.example/log", oneKey(bigKey), Options{LogOnly: true})
 }
 
 // TestMain removes the benchmark log bigLedger built, if any.

@@ -38,46 +38,89 @@ const (
 	AdminKeyFile = "keys/admin.key"
 )
 
-// Init creates a log in dir with the given origin, writes GENESIS as leaf 0
-// and returns the ledger open.
-func Init(dir, origin string, o InitOptions) (*Ledger, error) {
+// Init creates a log at loc (a data folder, or a postgres:// URL) with
+// the given origin, writes GENESIS as leaf 0 and returns the ledger open.
+// In a database, the config and the key files Init generates are kept in
+// the database itself (see docs/DEPLOY.md).
+func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 	if err := scope.CheckIdentifier(origin); err != nil {
 		return nil, fmt.Errorf("origin %q: %v (an origin looks like example.com/custody)", origin, err)
 	}
 	if o.AdminName == "" {
 		o.AdminName = "admin"
 	}
-	if _, err := os.Stat(filepath.Join(dir, configName)); err == nil {
-		return nil, fmt.Errorf("%s already holds a ledger", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
-		return nil, fmt.Errorf("%s holds a database but no %s: refusing to overwrite it", dir, configName)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
-		return nil, err
-	}
-	cfg := config{Origin: origin, LogKey: LogKeyFile}
-	var created []string
-	cleanup := func() {
-		for _, p := range created {
-			os.RemoveAll(p)
+	db := !IsStoreURL(loc)
+	if db {
+		if _, err := os.Stat(filepath.Join(loc, configName)); err == nil {
+			return nil, fmt.Errorf("%s already holds a ledger", loc)
+		}
+		if _, err := os.Stat(filepath.Join(loc, "db")); err == nil {
+			return nil, fmt.Errorf("%s holds a database but no %s: refusing to overwrite it", loc, configName)
+		}
+		if err := os.MkdirAll(filepath.Join(loc, "keys"), 0o700); err != nil {
+			return nil, err
 		}
 	}
+	o.Options.defaults()
+	st, err := openStore(loc, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	var created []string
+	cleanup := func() {
+		st.Close()
+		if db {
+			for _, p := range created {
+				os.RemoveAll(p)
+			}
+		}
+	}
+	if !db {
+		if _, err := st.ReadFile(configName); err == nil {
+			st.Close()
+			return nil, fmt.Errorf("%s already holds a ledger", st.Location())
+		}
+		if h, err := st.Head(context.Background()); err != nil || h != nil {
+			st.Close()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s holds a log (size %d) but no config: refusing to overwrite it", st.Location(), h.Size)
+		}
+	}
+	writeKey := func(what, name string, k ed25519.PrivateKey) error {
+		if _, err := st.ReadFile(name); err == nil {
+			return fmt.Errorf("writing the %s: %s exists already in %s", what, name, st.Location())
+		}
+		pem, err := sign.MarshalPrivateKeyPEM(k, nil)
+		if err != nil {
+			return err
+		}
+		defer clear(pem)
+		if err := st.WriteFile(name, pem); err != nil {
+			return fmt.Errorf("writing the %s: %w", what, err)
+		}
+		if db {
+			created = append(created, filepath.Join(loc, filepath.FromSlash(name)))
+		}
+		return nil
+	}
+	cfg := config{Origin: origin, LogKey: LogKeyFile}
 	if o.LogKey == nil {
 		_, priv, err := sign.GenerateKey()
 		if err != nil {
+			cleanup()
 			return nil, err
 		}
 		o.LogKey = priv
 	}
-	if o.LogKeyFile != "" {
+	if o.LogKeyFile != "" && db {
 		cfg.LogKey = o.LogKeyFile
-	} else {
-		p := filepath.Join(dir, LogKeyFile)
-		if err := sign.WritePrivateKeyFile(p, o.LogKey, nil, false); err != nil {
-			return nil, fmt.Errorf("writing the log key: %w", err)
-		}
-		created = append(created, p)
+	} else if err := writeKey("log key", LogKeyFile, o.LogKey); err != nil {
+		// In a database, the log key is kept in the database even when the
+		// operator supplied it: every server of the log signs with it.
+		cleanup()
+		return nil, err
 	}
 	if o.AdminKey == nil {
 		_, priv, err := sign.GenerateKey()
@@ -86,16 +129,15 @@ func Init(dir, origin string, o InitOptions) (*Ledger, error) {
 			return nil, err
 		}
 		o.AdminKey = priv
-		p := filepath.Join(dir, AdminKeyFile)
-		if err := sign.WritePrivateKeyFile(p, priv, nil, false); err != nil {
+		if err := writeKey("admin key", AdminKeyFile, priv); err != nil {
 			cleanup()
-			return nil, fmt.Errorf("writing the admin key: %w", err)
+			return nil, err
 		}
-		created = append(created, p)
 	}
-	o.Options.defaults()
-	created = append(created, filepath.Join(dir, "db"))
-	l, err := open(dir, origin, oneKey(o.LogKey), o.Options)
+	if db {
+		created = append(created, filepath.Join(loc, "db"))
+	}
+	l, err := open(st, origin, oneKey(o.LogKey), o.Options)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -106,7 +148,7 @@ func Init(dir, origin string, o InitOptions) (*Ledger, error) {
 		return nil, err
 	}
 	raw, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := writeFileSync(filepath.Join(dir, configName), append(raw, '\n'), 0o600); err != nil {
+	if err := st.WriteFile(configName, append(raw, '\n')); err != nil {
 		l.Close()
 		cleanup()
 		return nil, err

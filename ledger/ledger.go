@@ -1,34 +1,36 @@
 package ledger
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/skl"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/storage/badgerstore"
+	"github.com/custodylog/custody/storage/pgstore"
 )
 
 // Options tune an open ledger. The zero value is sensible.
 type Options struct {
 	// MaxBatch is the most submissions committed in one transaction
 	// (default 1024). MaxBatchBytes bounds their total size (default 4 MiB).
-	// A batch whose transaction would still pass Badger's size limit is
-	// split in two and decided again (see txnBudget).
+	// A batch whose transaction would still pass the store's size limit
+	// is split in two and decided again (see txnBudget).
 	MaxBatch      int
 	MaxBatchBytes int
 	// MaxDelay is how long the sequencer waits for more submissions once a
@@ -66,6 +68,15 @@ type Options struct {
 	// the side-by-side comparison with other logs); a ledger written this
 	// way does not replay and must never be used for real statements.
 	LogOnly bool
+	// Advertise is the URL other servers send appends to while this one
+	// sequences a shared store (PostgreSQL); LeaseTTL is how long the
+	// sequencer lease lasts without renewal (default 3 s), which bounds
+	// how long a dead leader's log takes appends nowhere.
+	Advertise string
+	LeaseTTL  time.Duration
+	// HeadPoll is how often a server that does not sequence reads the
+	// head from the store (default 200 ms).
+	HeadPoll time.Duration
 }
 
 func (o *Options) defaults() {
@@ -96,6 +107,12 @@ func (o *Options) defaults() {
 	if o.ProofCacheTiles <= 0 {
 		o.ProofCacheTiles = 65536
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 3 * time.Second
+	}
+	if o.HeadPoll <= 0 {
+		o.HeadPoll = 200 * time.Millisecond
+	}
 }
 
 // config is the data folder's custody.json.
@@ -119,6 +136,11 @@ type config struct {
 type retiredKey struct {
 	VerifierKey string `json:"verifier_key"`
 	MaxSize     uint64 `json:"max_size"`
+	// Root is the tree's root at MaxSize (standard base64): the retired
+	// key vouches for that head alone (DESIGN §6). A folder retired before
+	// it was recorded has none; the ledger derives it from its tree when
+	// it opens.
+	Root string `json:"root,omitempty"`
 }
 
 // keyring is what an open ledger signs with.
@@ -132,15 +154,19 @@ const configName = "custody.json"
 
 // Ledger is an open log. Its methods are safe for concurrent use.
 type Ledger struct {
-	dir     string
+	loc     string // the data folder, or the store's URL without password
 	origin  string
 	opts    Options
-	db      *badger.DB
+	store   storage.Store
 	kr      keyring
 	signer  note.Signer   // the first checkpoint key
 	signers []note.Signer // the others, during a rotation
 	keySet  *merkle.KeySet
 	vkey    string // keySet, as text: what verifiers need
+	// ownKeys holds the key ids of every key the log signs with: the log
+	// key and each checkpoint key, current or retired. Set by loadKeys
+	// before the workers start; read-only after.
+	ownKeys map[string]bool
 
 	prover *merkle.Prover
 	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
@@ -159,11 +185,14 @@ type Ledger struct {
 	builder  *merkle.Builder
 	limiter  *limiter
 	lastAt   time.Time
-	// txnBudget is the most a batch's transaction may weigh (txnSize):
-	// the constant txnBudget, smaller in tests of split.
+	// txnBudget is the most a batch's transaction may weigh (the
+	// store's Weigh): its Budget, smaller in tests of split.
 	txnBudget int
 
 	head     atomic.Pointer[Head] // the latest committed tree head
+	headMu   sync.Mutex           // orders changes of head
+	headNote chan struct{}        // the store says the head moved (nil: never)
+	lead     leadership
 	watchers broadcaster
 	stats    stats // commit counters, see Stats
 }
@@ -179,45 +208,101 @@ type Head struct {
 var ErrClosed = errors.New("ledger: closed")
 
 // ErrLocked is returned when another process has the data folder open.
-var ErrLocked = errors.New("ledger: the data folder is in use by another process")
+var ErrLocked = storage.ErrLocked
 
-// Open opens the ledger in dir, which Init created.
-func Open(dir string, opts Options) (*Ledger, error) {
-	opts.defaults()
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, err
+// ErrDiskFull is returned (wrapped) when a batch is not committed because
+// the data folder's filesystem is nearly full; see storage.ErrDiskFull.
+var ErrDiskFull = storage.ErrDiskFull
+
+// IsStoreURL reports whether loc names a database (postgres://…) rather
+// than a data folder.
+func IsStoreURL(loc string) bool { return pgstore.IsURL(loc) }
+
+// openStore opens the store at loc: a PostgreSQL URL, or a data folder
+// holding a Badger database.
+func openStore(loc string, opts Options) (storage.Store, error) {
+	if pgstore.IsURL(loc) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return pgstore.Open(ctx, loc, pgstore.Options{})
 	}
-	kr, err := cfg.keyring(dir, opts.Passphrase)
-	if err != nil {
-		return nil, err
-	}
-	return open(dir, cfg.Origin, kr, opts)
+	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes})
 }
 
-// readConfig reads the data folder's config.
-func readConfig(dir string) (*config, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, configName))
+// Open opens the ledger at loc, which Init created: a data folder, or a
+// postgres:// URL.
+func Open(loc string, opts Options) (*Ledger, error) {
+	opts.defaults()
+	st, err := openStore(loc, opts)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", dir, dir)
+		return nil, err
+	}
+	l, err := OpenStore(st, opts)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenStore opens the ledger a store holds; the ledger owns the store
+// from then on, and closes it with itself (not on an error).
+func OpenStore(st storage.Store, opts Options) (*Ledger, error) {
+	opts.defaults()
+	cfg, err := readConfig(st)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := cfg.keyring(st, opts.Passphrase)
+	if err != nil {
+		return nil, err
+	}
+	return open(st, cfg.Origin, kr, opts)
+}
+
+// readConfig reads the log's config.
+func readConfig(st storage.Store) (*config, error) {
+	raw, err := st.ReadFile(configName)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			loc := st.Location()
+			if pgstore.IsURL(loc) {
+				return nil, fmt.Errorf("no ledger in %s (run `custody init --store %s --origin ORIGIN` first)", loc, loc)
+			}
+			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", loc, loc)
 		}
 		return nil, fmt.Errorf("reading ledger config: %w", err)
 	}
 	var cfg config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("ledger config %s: %w", filepath.Join(dir, configName), err)
+		return nil, fmt.Errorf("ledger config %s in %s: %w", configName, st.Location(), err)
 	}
 	return &cfg, nil
 }
 
+// readKey reads a private key file the config names: relative names are
+// the store's files (the data folder's, or the database's); an absolute
+// path is a file on this machine.
+func readKey(st storage.Store, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
+	if filepath.IsAbs(path) {
+		return sign.ReadPrivateKeyFile(path, passphrase)
+	}
+	data, err := st.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read key file %s: %w", path, err)
+	}
+	defer clear(data)
+	k, err := sign.ParsePrivateKeyPEM(data, passphrase)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return k, nil
+}
+
 // keyring reads the key files the config names.
-func (cfg *config) keyring(dir string, passphrase func() ([]byte, error)) (keyring, error) {
+func (cfg *config) keyring(st storage.Store, passphrase func() ([]byte, error)) (keyring, error) {
 	read := func(what, path string) (ed25519.PrivateKey, error) {
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		k, err := sign.ReadPrivateKeyFile(path, passphrase)
+		k, err := readKey(st, path, passphrase)
 		if err != nil {
 			return nil, fmt.Errorf("reading the %s: %w", what, err)
 		}
@@ -246,21 +331,30 @@ func (cfg *config) keyring(dir string, passphrase func() ([]byte, error)) (keyri
 	return kr, nil
 }
 
-func open(dir, origin string, kr keyring, opts Options) (*Ledger, error) {
+func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
-	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), opts))
-	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("%w: %s (%v)", ErrLocked, dir, err)
-		}
-		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
-	}
-	l := &Ledger{dir: dir, origin: origin, opts: opts, db: db, kr: kr,
+	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, kr: kr,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
-		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: txnBudget}
+		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
+	if ls, ok := st.(storage.Leaser); ok {
+		l.lead.leaser = ls
+		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
+		err := l.tryLead(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		l.lead.seqEpoch = l.lead.epoch.Load()
+	}
 	if err := l.load(); err != nil {
-		db.Close()
+		if l.lead.leaser != nil {
+			l.lead.leaser.Release(context.Background())
+		}
 		return nil, err
+	}
+	if l.lead.leaser != nil {
+		l.wg.Add(1)
+		go l.leaseLoop()
 	}
 	for i := 0; i < opts.Workers; i++ {
 		l.wg.Add(1)
@@ -277,37 +371,39 @@ func (l *Ledger) load() error {
 	if err := l.loadKeys(); err != nil {
 		return err
 	}
-	var err error
-	var edgeBytes, cp, origin []byte
-	err = l.db.View(func(txn *badger.Txn) error {
-		var err error
-		if edgeBytes, err = getValue(txn, kEdge); err != nil {
-			return err
-		}
-		if cp, err = getValue(txn, kCheckpoint); err != nil {
-			return err
-		}
-		origin, err = getValue(txn, kOrigin)
-		return err
-	})
+	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
+		return fmt.Errorf("the ledger's store: %w", err)
+	}
+	l.engine = authority.New(recordStore{l.store})
+	return l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0)
+}
+
+// loadHead reads the committed head and prepares the builder (and, if
+// resign, signs the head again with the current checkpoint keys).
+func (l *Ledger) loadHead(resign bool) error {
+	sh, err := l.store.Head(context.Background())
 	if err != nil {
 		return fmt.Errorf("reading the tree head: %w", err)
 	}
-	if origin != nil && string(origin) != l.origin {
-		return fmt.Errorf("the database holds log %q, but the config names %q", origin, l.origin)
-	}
+	var cp []byte
 	edge := merkle.NewEdge()
-	if edgeBytes != nil {
-		if edge, err = merkle.ParseEdge(edgeBytes); err != nil {
+	if sh != nil {
+		if sh.Origin != "" && sh.Origin != l.origin {
+			return fmt.Errorf("the database holds log %q, but the config names %q", sh.Origin, l.origin)
+		}
+		if edge, err = merkle.ParseEdge(sh.Edge); err != nil {
 			return fmt.Errorf("stored tree edge: %w", err)
 		}
+		cp = sh.Checkpoint
 	}
 	tiles := l.tileReader()
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return fmt.Errorf("stored tiles: %w", err)
 	}
-	l.prover = merkle.NewProver(tiles, l.opts.ProofCacheTiles)
-	l.engine = authority.New(badgerStore{l.db})
+	if err := l.pinRetired(); err != nil {
+		return err
+	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
 	if cp != nil {
 		c, err := l.keySet.Open(cp)
@@ -321,11 +417,15 @@ func (l *Ledger) load() error {
 		// the keys now in use (the same size and root: nothing a reader
 		// saw before is contradicted). Ed25519 is deterministic, so an
 		// unchanged key list gives the same bytes and writes nothing.
-		if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
-			return err
+		if resign {
+			if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
+				return err
+			}
 		}
 	}
+	l.headMu.Lock()
 	l.head.Store(h)
+	l.headMu.Unlock()
 	l.next = h.Size
 	if m := l.engine.Meta(); m != nil && m.LastLoggedAt != "" {
 		l.lastAt, _ = statement.ParseLoggedAt(m.LastLoggedAt)
@@ -344,14 +444,17 @@ func (l *Ledger) Close() error {
 	close(l.closing)
 	l.closeMu.Unlock()
 	l.wg.Wait()
-	return l.db.Close()
+	return l.store.Close()
 }
 
 // Origin is the log's origin (its checkpoint key name).
 func (l *Ledger) Origin() string { return l.origin }
 
-// Dir is the data folder.
-func (l *Ledger) Dir() string { return l.dir }
+// Dir is the data folder, or the store's URL without its password.
+func (l *Ledger) Dir() string { return l.loc }
+
+// Store is the ledger's store.
+func (l *Ledger) Store() storage.Store { return l.store }
 
 // VerifierKey is the signed-note verifier key of the log's checkpoints.
 func (l *Ledger) VerifierKey() string { return l.vkey }
@@ -359,105 +462,31 @@ func (l *Ledger) VerifierKey() string { return l.vkey }
 // Head returns the latest committed tree head.
 func (l *Ledger) Head() Head { return *l.head.Load() }
 
-// memTableSize is Badger's memtable size.
-const memTableSize = 12 << 20
+// recordStore serves the authority engine's records from committed state.
+type recordStore struct{ st storage.Store }
 
-// valueThreshold is the value size from which Badger keeps a value in the
-// value log, with only a pointer in the LSM tree.
-const valueThreshold = 1 << 10
-
-// txnBudget is the most a batch's transaction may weigh by Badger's own
-// reckoning (see txnSize): 90% of its limit, 15% of a memtable.
-const txnBudget = memTableSize * 15 / 100 * 9 / 10
-
-// txnSize is what writes weigh against Badger's transaction limits, in
-// its own reckoning: per write, the key, the value (or a 12-byte pointer
-// for a value in the value log), two bytes of metadata and ten of
-// version; and, against the limit on entries, MaxNodeSize bytes each.
-func txnSize(writes [][2][]byte) (bytes, entries int) {
-	for _, w := range writes {
-		v := len(w[1])
-		if v >= valueThreshold {
-			v = 12
-		}
-		bytes += len(w[0]) + v + 2 + 10
-	}
-	return bytes, len(writes) * skl.MaxNodeSize
+func (s recordStore) Load(key string) ([]byte, error) {
+	return s.st.Record(context.Background(), key)
 }
 
-func badgerOptions(path string, o Options) badger.Options {
-	bo := badger.DefaultOptions(path).
-		// Every commit is fsynced: an acknowledged entry is durable.
-		WithSyncWrites(true).
-		// One writer (the sequencer) and no read-modify-write races between
-		// transactions: conflict detection is pure overhead.
-		WithDetectConflicts(false).
-		// Leaves, tiles and records are written once and overwritten only
-		// by the same key (tiles grow, records update): keep one version.
-		WithNumVersionsToKeep(1).
-		// 2 cores, small memory: two 12 MiB memtables, bounded caches for
-		// the reads proofs and bundles do, and compaction on both cores.
-		// Each memtable's arena (1.3 times its size) lives on the Go heap
-		// from the moment the ledger opens, so it sets how far the
-		// collector lets the heap grow: 32 MiB memtables cost about 60 MiB
-		// more resident memory at 10M entries. A transaction may hold at
-		// most 15% of a memtable (1.8 MiB); see txnBudget.
-		WithMemTableSize(memTableSize).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(4).
-		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20).
-		// 16 KiB table blocks, not 4 KiB: a table's index (read at open, and
-		// resident through Badger's memory map) holds one entry per block,
-		// so at 10M entries of 400 B indexes and Bloom filters take 19 MiB,
-		// not 55. A point read decompresses one 16 KiB block (cached).
-		// Tables written earlier keep their block size.
-		WithBlockSize(16 << 10).
-		// 8 MiB base tables, not 2: a 10M-entry log holds about 100 tables
-		// instead of about 400, and opening it with a cold page cache reads
-		// each table's index once (1.3 s -> 0.3-0.5 s at 10M).
-		WithBaseTableSize(8 << 20).
-		WithNumCompactors(2).
-		// Values over 1 KiB (leaves, full tiles) go to the value log, so
-		// compaction does not rewrite them; small records stay in the LSM.
-		WithValueThreshold(valueThreshold).
-		WithValueLogFileSize(256 << 20)
-	switch {
-	case o.BadgerLog != nil:
-		bo.Logger = o.BadgerLog
-	case os.Getenv("CUSTODY_BADGER_LOG") == "":
-		bo.Logger = nil // Badger is chatty at INFO; errors reach callers anyway
-	}
-	return bo
+// tileReader reads committed hash tiles (storeTiles, in read.go: whole
+// tiles, or the part of one a proof needs).
+func (l *Ledger) tileReader() merkle.TileReader {
+	return storeTiles{l.store}
 }
 
-func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
-	item, err := txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, nil
-	}
+// openAt opens the store at loc and a ledger on it with the given keys,
+// for Init-less ledgers (benchmarks of the log alone).
+func openAt(loc, origin string, kr keyring, opts Options) (*Ledger, error) {
+	opts.defaults()
+	st, err := openStore(loc, opts)
 	if err != nil {
 		return nil, err
 	}
-	return item.ValueCopy(nil)
-}
-
-// badgerStore serves the authority engine's records from committed state.
-type badgerStore struct{ db *badger.DB }
-
-func (s badgerStore) Load(key string) ([]byte, error) {
-	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		v, err = getValue(txn, stateKey(key))
-		return err
-	})
-	return v, err
-}
-
-// tileReader reads committed hash tiles (badgerTiles, in read.go: whole
-// tiles, or the part of one a proof needs).
-func (l *Ledger) tileReader() merkle.TileReader {
-	return badgerTiles{l.db}
+	l, err := open(st, origin, kr, opts)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return l, nil
 }

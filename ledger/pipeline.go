@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage"
 )
 
 // Result is the ledger's answer to a submission that was logged, either as
@@ -42,9 +41,10 @@ type request struct {
 	data     []byte
 	raw      bool // a LogOnly leaf: data is the leaf itself
 	env      *sign.Parsed
-	canon    []byte // the envelope's canonical JSON, for the leaf
-	stmt     statement.Statement
+	canon    []byte              // the envelope's canonical JSON, for the leaf
+	stmt     statement.Statement // set with parseErr only once verified
 	parseErr error
+	parsed   bool
 	refusal  *authority.DecisionError // set by the worker for steps 1–2
 	verified bool
 	hash     [32]byte
@@ -60,9 +60,9 @@ type answer struct {
 	prover *merkle.Prover
 }
 
-// leafOverhead bounds the bytes a leaf adds around its envelope:
-// {"envelope":…,"logged_at":"<≤30>","prev_in_workflow":<≤20>,"trust_head":<≤20>}.
-const leafOverhead = 128
+// leafOverhead bounds the bytes a leaf adds around its envelope; the
+// verifier checks a DENIAL's omitted envelope with the same constant.
+const leafOverhead = statement.LeafOverhead
 
 // MaxSubmission is the largest envelope accepted on the wire, before
 // canonicalisation; larger ones are refused as too_large unread.
@@ -237,20 +237,31 @@ func (l *Ledger) check(req *request) {
 		return
 	}
 	req.env, req.hash, req.canon = env, env.DedupHash(), canonical
-	// Parse here, in parallel, so the sequencer need not; Decide still
-	// applies every rule in order (a parse error is a denial only once the
-	// signer is known).
+	// The log's own keys (the log key, every checkpoint key, current or
+	// retired) sign DENIALs and checkpoints only: an envelope one of them
+	// signed is never a submission (DESIGN §1). The engine refuses the log
+	// key too; the checkpoint keys only the ledger knows.
+	if l.ownKeys[env.KeyID] {
+		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
+		return
+	}
+	pub := l.publicKey(env.KeyID)
+	if pub == nil {
+		// An unknown key may be bound by an earlier entry of the same
+		// batch: the sequencer verifies and parses those itself.
+		return
+	}
+	if err := env.Verify(pub); err != nil {
+		req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
+		return
+	}
+	req.verified = true
+	// Verify first, then parse the same bytes (DESIGN §1): an unsigned
+	// payload never reaches the parser. Parsing here, in parallel, spares
+	// the sequencer; Decide still applies every rule in order.
 	kind, _ := statement.KindOfPayloadType(env.PayloadType)
 	req.stmt, req.parseErr = statement.Parse(kind, env.Payload)
-	if pub := l.publicKey(env.KeyID); pub != nil {
-		if err := env.Verify(pub); err != nil {
-			req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
-			return
-		}
-		req.verified = true
-	}
-	// An unknown key may be bound by an earlier entry of the same batch:
-	// the sequencer verifies those itself.
+	req.parsed = true
 }
 
 // publicKey finds a bound key in committed state, caching it. A key id is
@@ -259,7 +270,7 @@ func (l *Ledger) publicKey(keyID string) ed25519.PublicKey {
 	if v, ok := l.keys.Load(keyID); ok {
 		return v.(ed25519.PublicKey)
 	}
-	raw, err := (badgerStore{l.db}).Load(authority.KeyRecordKey(keyID))
+	raw, err := l.store.Record(context.Background(), authority.KeyRecordKey(keyID))
 	if err != nil || raw == nil {
 		return nil
 	}
@@ -336,6 +347,12 @@ type pendingAnswer struct {
 
 // process decides a batch and commits it in one transaction.
 func (l *Ledger) process(batch []*request) {
+	// On a shared store: only the lease holder decides, on the state the
+	// store holds under its epoch.
+	if err := l.takeLead(); err != nil {
+		l.refuseAll(batch, err)
+		return
+	}
 	// If the batch in flight has already failed, recover before deciding
 	// anything on the state it left (without waiting if it is still running).
 	if j := l.inflight; j != nil {
@@ -367,7 +384,7 @@ func (l *Ledger) process(batch []*request) {
 	seen := make(map[[32]byte]int, len(batch))
 	workflows := map[string]bool{}
 	var (
-		writes [][2][]byte
+		b      = &storage.Batch{From: l.next}
 		hashes []merkle.Hash
 	)
 	for i, req := range batch {
@@ -379,7 +396,7 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		if req.raw {
-			writes = append(writes, [2][]byte{leafKey(next), req.data})
+			b.Leaves = append(b.Leaves, req.data)
 			hashes = append(hashes, merkle.LeafHash(req.data))
 			a.res = &Result{Verdict: authority.Accepted, Index: next}
 			next++
@@ -402,7 +419,7 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified,
-			Parsed: true, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
+			Parsed: req.parsed, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
 		if err := l.engine.Err(); err != nil {
 			// The engine could not read its state: nothing in this batch may
 			// be logged. fail discards the engine's changes and reloads,
@@ -452,7 +469,8 @@ func (l *Ledger) process(batch []*request) {
 			l.fail(batch, answers, fmt.Errorf("building leaf %d: %w", next, err))
 			return
 		}
-		writes = append(writes, [2][]byte{leafKey(next), leaf}, [2][]byte{hashKey(req.hash), be64(next)})
+		b.Leaves = append(b.Leaves, leaf)
+		b.Dedup = append(b.Dedup, storage.Dedup{Hash: req.hash, Index: next})
 		hashes = append(hashes, merkle.LeafHash(leaf))
 		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Leaf: leaf}
 		seen[req.hash] = i
@@ -460,7 +478,7 @@ func (l *Ledger) process(batch []*request) {
 	}
 	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, done: make(chan error, 1)}
 	if len(hashes) > 0 {
-		if err := l.prepare(j, writes, hashes); err != nil {
+		if err := l.prepare(j, b, hashes); err != nil {
 			if errors.Is(err, errTxnTooBig) {
 				l.split(batch, answers, err)
 				return
@@ -492,7 +510,7 @@ type job struct {
 	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
 	workflows map[string]bool  // the workflows its leaves join
 	prover    *merkle.Prover   // proves its answers from the tiles it writes
-	writes    [][2][]byte      // everything its transaction writes
+	batch     *storage.Batch   // everything its transaction writes
 	head      *Head            // the head it commits
 	done      chan error       // the commit's outcome, once its answers are sent
 }
@@ -500,7 +518,7 @@ type job struct {
 // prepare extends the tree with a batch's leaves and gathers everything its
 // transaction writes: leaves, indexes, new tiles, the engine's changed
 // records, the edge and the newly signed checkpoint.
-func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error {
+func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	if err := l.builder.AppendBatch(hashes); err != nil {
 		return fmt.Errorf("extending the tree: %w", err)
 	}
@@ -514,23 +532,23 @@ func (l *Ledger) prepare(j *job, writes [][2][]byte, hashes []merkle.Hash) error
 		return err
 	}
 	flushed := l.builder.Flush()
-	tiles := &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: badgerTiles{l.db}}
+	tiles := &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: storeTiles{l.store}}
 	for _, t := range flushed {
-		writes = append(writes, [2][]byte{tileKey(t.Level, t.Index), t.Data})
+		b.Tiles = append(b.Tiles, storage.Tile{Level: t.Level, Index: t.Index, Data: t.Data})
 		tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
 	}
 	j.prover = l.prover.Over(tiles)
-	l.engine.Dirty(func(k string, v []byte) { writes = append(writes, [2][]byte{stateKey(k), v}) })
+	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()
-	writes = append(writes, [2][]byte{kEdge, edge}, [2][]byte{kCheckpoint, cp})
-	if size == uint64(len(hashes)) {
-		writes = append(writes, [2][]byte{kOrigin, []byte(l.origin)})
+	b.Edge, b.Checkpoint = edge, cp
+	if b.From == 0 {
+		b.Origin = l.origin
 	}
-	if n, e := txnSize(writes); n > l.txnBudget || e > l.txnBudget {
-		return fmt.Errorf("%w: %d entries weigh %d bytes (%d as entries) against a budget of %d",
-			errTxnTooBig, len(hashes), n, e, l.txnBudget)
+	if n := l.store.Weigh(b); n > l.txnBudget {
+		return fmt.Errorf("%w: %d entries weigh %d bytes against a budget of %d",
+			errTxnTooBig, len(hashes), n, l.txnBudget)
 	}
-	j.writes, j.head = writes, &Head{Size: size, Root: root, Checkpoint: cp}
+	j.batch, j.head = b, &Head{Size: size, Root: root, Checkpoint: cp}
 	return nil
 }
 
@@ -592,6 +610,12 @@ func (l *Ledger) drain() error {
 func (l *Ledger) commitJob(j *job) {
 	err := l.commit(j)
 	if err != nil {
+		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
+			// Another server sequences the log now: step down, and tell
+			// the submitters where to go.
+			l.stepDown("fenced")
+			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
+		}
 		for i := range j.answers {
 			a := &j.answers[i]
 			if a.err == nil {
@@ -602,8 +626,7 @@ func (l *Ledger) commitJob(j *job) {
 		j.done <- err
 		return
 	}
-	l.head.Store(j.head)
-	l.watchers.publish(Commit{Head: *j.head, From: j.head.Size - uint64(j.n), Workflows: j.workflows})
+	l.advanceHead(j.head, j.workflows)
 	l.answer(j, j.head)
 	j.done <- nil
 }
@@ -658,30 +681,85 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 }
 
 // commit writes a prepared batch in one transaction; it is durable once
-// this returns nil (SyncWrites).
+// this returns nil. A commit whose outcome is unknown (the connection to
+// the database broke during COMMIT) is resolved by reading the head back
+// before anything else is decided: the batch is answered as committed
+// only if the store holds its leaves.
 func (l *Ledger) commit(j *job) error {
-	size := 0
-	for _, w := range j.writes {
-		size += len(w[0]) + len(w[1])
-	}
-	// Leaves, their tiles, state and indexes, written to the value log and
-	// then again by compaction: reserve three times the batch.
-	if err := l.checkSpace(3 * size); err != nil {
-		return err
-	}
-	txn := l.db.NewTransaction(true)
-	defer txn.Discard()
-	for _, w := range j.writes {
-		if err := txn.Set(w[0], w[1]); err != nil {
-			return fmt.Errorf("committing %d entries: %w", j.n, err)
-		}
-	}
 	start := time.Now()
-	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("committing %d entries: %w", j.n, err)
+	err := l.store.Commit(context.Background(), j.batch)
+	if errors.Is(err, storage.ErrCommitUnknown) {
+		err = l.resolveUnknown(j, err)
+	}
+	if err != nil {
+		return err
 	}
 	l.stats.record(j.n, time.Since(start))
 	return nil
+}
+
+// resolveUnknown reads the head back after a commit of unknown outcome,
+// retrying while the store is unreachable (for at most unknownPatience).
+// It returns nil if the batch is committed, an error otherwise.
+func (l *Ledger) resolveUnknown(j *job, cause error) error {
+	b := j.batch
+	deadline := time.Now().Add(unknownPatience)
+	for {
+		ok, err := l.committed(b)
+		if err == nil {
+			if ok {
+				return nil
+			}
+			return fmt.Errorf("%w (read back: the batch is not in the log)", cause)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w; reading the head back also failed: %v", cause, err)
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-l.closing:
+			return fmt.Errorf("%w; closing before the head could be read back", cause)
+		}
+	}
+}
+
+// unknownPatience is how long a commit of unknown outcome waits for the
+// store to answer before its submissions get an error (which, like any
+// error, promises nothing either way).
+const unknownPatience = 30 * time.Second
+
+// committed reports whether the store holds batch b: a head at least as
+// large, and b's leaves at their indexes.
+func (l *Ledger) committed(b *storage.Batch) (bool, error) {
+	ctx := context.Background()
+	h, err := l.store.Head(ctx)
+	if err != nil {
+		return false, err
+	}
+	if h == nil || h.Size < b.Size() {
+		return false, nil
+	}
+	got, err := l.store.Leaves(ctx, b.From, len(b.Leaves))
+	if err != nil {
+		return false, err
+	}
+	if len(got) != len(b.Leaves) {
+		return false, nil
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], b.Leaves[i]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// refuseAll answers every submission of a batch that is not decided.
+func (l *Ledger) refuseAll(batch []*request, err error) {
+	for _, r := range batch {
+		<-r.ready
+		r.done <- answer{err: err}
+	}
 }
 
 // fail answers a batch that could not be committed and rebuilds the
@@ -714,18 +792,13 @@ func (l *Ledger) recoverState() error {
 
 // reload rebuilds the tree builder from committed tiles.
 func (l *Ledger) reload() error {
-	var edgeBytes []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		var err error
-		edgeBytes, err = getValue(txn, kEdge)
-		return err
-	})
+	sh, err := l.store.Head(context.Background())
 	if err != nil {
 		return err
 	}
 	edge := merkle.NewEdge()
-	if edgeBytes != nil {
-		if edge, err = merkle.ParseEdge(edgeBytes); err != nil {
+	if sh != nil {
+		if edge, err = merkle.ParseEdge(sh.Edge); err != nil {
 			return err
 		}
 	}
@@ -740,16 +813,10 @@ func (l *Ledger) reload() error {
 // priorDecision returns the logged decision for a submission whose exact
 // bytes were decided before, or nil.
 func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
-	var idx []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		var err error
-		idx, err = getValue(txn, hashKey(h))
-		return err
-	})
-	if err != nil || idx == nil {
+	index, ok, err := l.store.Dedup(context.Background(), h)
+	if err != nil || !ok {
 		return nil, err
 	}
-	index := u64(idx)
 	e, err := l.Entry(index)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,17 @@ import (
 // wholeWorkflow, up to the workflow's latest leaf), each entry with an
 // inclusion proof against the latest checkpoint.
 func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, error) {
-	head := l.Head()
+	return l.ProveAt(subject, wholeWorkflow, l.Head())
+}
+
+// ProveAt is Prove against the given committed head, which may be older
+// than the latest (say, the newest one witnesses cosigned: its Checkpoint
+// then carries their cosignatures, and the bundle carries them too).
+// Leaves past the head's size are left out.
+func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify.Bundle, error) {
+	if head.Size > l.Head().Size {
+		return nil, fmt.Errorf("a head of size %d is past the log's %d", head.Size, l.Head().Size)
+	}
 	if subject >= head.Size {
 		return nil, fmt.Errorf("entry %d: %w (the log has %d entries)", subject, ErrNotFound, head.Size)
 	}
@@ -58,6 +68,9 @@ func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, erro
 	all := append(trust, indexes...)
 	slices.Sort(all)
 	all = slices.Compact(all)
+	for len(all) > 0 && all[len(all)-1] >= head.Size {
+		all = all[:len(all)-1] // a later leaf of the workflow
+	}
 	b := &verify.Bundle{Format: verify.BundleFormat, Origin: l.origin, Checkpoint: string(head.Checkpoint), Subject: subject}
 	for _, i := range all {
 		leaf, err := l.LeafBytes(i)
@@ -94,10 +107,20 @@ const MaxTLogProofLeaf = (64<<10 - len("extra ") - 1) / 4 * 3
 // TLogProof returns a C2SP tlog-proof for the entry at index against the
 // latest checkpoint, carrying the leaf in its extra data.
 func (l *Ledger) TLogProof(index uint64) ([]byte, error) {
-	head := l.Head()
+	return l.TLogProofAt(index, l.Head())
+}
+
+// TLogProofAt is TLogProof against the given committed head (see ProveAt).
+func (l *Ledger) TLogProofAt(index uint64, head Head) ([]byte, error) {
+	if head.Size > l.Head().Size {
+		return nil, fmt.Errorf("a head of size %d is past the log's %d", head.Size, l.Head().Size)
+	}
 	leaf, err := l.LeafBytes(index)
 	if err != nil {
 		return nil, err
+	}
+	if index >= head.Size {
+		return nil, fmt.Errorf("entry %d: %w (the checkpoint has %d entries)", index, ErrNotFound, head.Size)
 	}
 	if len(leaf) > MaxTLogProofLeaf {
 		return nil, fmt.Errorf("entry %d is %d bytes; a tlog-proof carrying it would have a line longer than tlog-proof readers accept (leaves up to %d bytes): use a bundle", index, len(leaf), MaxTLogProofLeaf)

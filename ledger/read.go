@@ -1,17 +1,17 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage"
 )
 
 // ErrNotFound is returned for an index, id or tile the log does not hold.
@@ -33,12 +33,7 @@ func (e *Entry) Kind() statement.Kind { return e.Statement.Head().Type }
 
 // LeafBytes returns the raw leaf at index.
 func (l *Ledger) LeafBytes(index uint64) ([]byte, error) {
-	var v []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		var err error
-		v, err = getValue(txn, leafKey(index))
-		return err
-	})
+	v, err := l.store.Leaf(context.Background(), index)
 	if err == nil && v == nil {
 		return nil, fmt.Errorf("entry %d: %w (the log has %d entries)", index, ErrNotFound, l.Head().Size)
 	}
@@ -73,7 +68,7 @@ func DecodeEntry(index uint64, raw []byte) (*Entry, error) {
 }
 
 func (l *Ledger) record(key string, v any) (bool, error) {
-	raw, err := (badgerStore{l.db}).Load(key)
+	raw, err := l.store.Record(context.Background(), key)
 	if err != nil || raw == nil {
 		return false, err
 	}
@@ -205,60 +200,38 @@ func (l *Ledger) RootAt(size uint64) (merkle.Hash, error) {
 	return l.prover.RootAt(size)
 }
 
-// badgerTiles reads committed hash tiles for the tree builder and the
+// storeTiles reads committed hash tiles for the tree builder and the
 // prover. It is a merkle.TileRangeReader: a proof needs only the group of
 // 16 hashes around its leaf from the leaf's level-0 tile (the cache holds
-// the rest), so it copies those 512 bytes out of Badger's value log inside
-// the read transaction, not the 8 KiB tile.
-type badgerTiles struct{ db *badger.DB }
+// the rest), so it asks the store for those 512 bytes, not the 8 KiB tile.
+type storeTiles struct{ st storage.Store }
 
 // ReadTile returns the stored tile.
-func (t badgerTiles) ReadTile(level, index uint64) ([]byte, error) {
-	return t.read(level, index, 0, -1)
+func (t storeTiles) ReadTile(level, index uint64) ([]byte, error) {
+	v, err := t.st.Tile(context.Background(), level, index)
+	if err == nil && v == nil {
+		return nil, fmt.Errorf("tile %d/%d is not stored", level, index)
+	}
+	return v, err
 }
 
 // ReadTileRange returns hashes from..to-1 of the stored tile (fewer if it
 // holds fewer).
-func (t badgerTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, error) {
+func (t storeTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, error) {
 	if from < 0 || to < from {
 		return nil, fmt.Errorf("tile %d/%d: bad range %d..%d", level, index, from, to)
 	}
-	return t.read(level, index, from, to)
-}
-
-// read copies hashes from..to-1 (to < 0: all) of a tile out of Badger.
-func (t badgerTiles) read(level, index uint64, from, to int) ([]byte, error) {
-	var v []byte
-	err := t.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(tileKey(level, index))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("tile %d/%d is not stored", level, index)
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(val []byte) error {
-			lo, hi := 0, len(val) // a malformed tile goes back whole, for the caller to reject
-			if to >= 0 && len(val)%merkle.HashSize == 0 && len(val) <= merkle.FullTileSize {
-				lo, hi = min(from*merkle.HashSize, len(val)), min(to*merkle.HashSize, len(val))
-			}
-			// val is Badger's (its memory map): valid only in the transaction.
-			v = append(make([]byte, 0, hi-lo), val[lo:hi]...)
-			return nil
-		})
-	})
+	v, err := t.st.TileRange(context.Background(), level, index, from, to)
+	if err == nil && v == nil {
+		return nil, fmt.Errorf("tile %d/%d is not stored", level, index)
+	}
 	return v, err
 }
 
 // Tile returns a hash tile as tlog-tiles serves it: width hashes (1..256)
 // of tile level, index, if the committed tree holds that many.
 func (l *Ledger) Tile(level, index uint64, width int) ([]byte, error) {
-	var v []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		var err error
-		v, err = getValue(txn, tileKey(level, index))
-		return err
-	})
+	v, err := l.store.Tile(context.Background(), level, index)
 	if err != nil {
 		return nil, err
 	}
@@ -276,22 +249,12 @@ func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
 	if first+uint64(width) > l.Head().Size {
 		return nil, fmt.Errorf("entry bundle %d of width %d: %w", index, width, ErrNotFound)
 	}
-	var leaves [][]byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		for i := uint64(0); i < uint64(width); i++ {
-			v, err := getValue(txn, leafKey(first+i))
-			if err != nil {
-				return err
-			}
-			if v == nil {
-				return fmt.Errorf("entry %d: %w", first+i, ErrNotFound)
-			}
-			leaves = append(leaves, v)
-		}
-		return nil
-	})
+	leaves, err := l.store.Leaves(context.Background(), first, width)
 	if err != nil {
 		return nil, err
+	}
+	if len(leaves) < width {
+		return nil, fmt.Errorf("entry %d: %w", first+uint64(len(leaves)), ErrNotFound)
 	}
 	return merkle.EncodeEntryBundle(leaves)
 }
@@ -300,29 +263,21 @@ func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
 // that compare it with a replay of the log.
 func (l *Ledger) StateRecords() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	err := l.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pState}, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out[string(it.Item().Key()[1:])] = v
-		}
+	err := l.store.Records(context.Background(), func(k string, v []byte) error {
+		out[k] = v
 		return nil
 	})
 	return out, err
 }
 
 // recentTiles serves the tiles one batch wrote from memory, and every other
-// tile from Badger: a batch's answers prove their leaves against the head
+// tile from the store: a batch's answers prove their leaves against the head
 // that batch committed, whose right edge (every tile the batch changed) is
 // exactly these tiles, so most proofs read nothing from Badger. The tiles
 // are those committed, so the prover's cache stays consistent.
 type recentTiles struct {
 	tiles map[[2]uint64][]byte
-	base  badgerTiles
+	base  storeTiles
 }
 
 // ReadTile returns the stored tile.

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -28,9 +28,10 @@ import (
 //     signed by the old and the new key, so readers that know either key
 //     keep verifying while the new key is handed out.
 //  2. FinishRotation drops the old keys: checkpoints are signed by the new
-//     key alone, and each old key is retired with the largest tree size it
-//     signed (max_size), so checkpoints it signed still verify and a thief
-//     of it cannot sign the log as it grows.
+//     key alone, and each old key is retired, pinned to the head it was
+//     retired at (max_size and root): it vouches for that head, and for
+//     older checkpoints proven consistent with it, so a thief of it can
+//     neither sign the log as it grows nor sign a different past.
 //
 // Verifiers hold the key set (merkle.KeySet) that Ledger.VerifierKey
 // returns and `custody checkpoint --key` prints.
@@ -61,7 +62,11 @@ func (l *Ledger) loadKeys() error {
 		lines = append(lines, vk)
 	}
 	for _, r := range l.kr.retired {
-		lines = append(lines, fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize))
+		line := fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize)
+		if r.Root != "" {
+			line += " root=" + r.Root
+		}
+		lines = append(lines, line)
 	}
 	if len(l.kr.log) != ed25519.PrivateKeySize {
 		return errors.New("log key: not an Ed25519 private key")
@@ -79,7 +84,38 @@ func (l *Ledger) loadKeys() error {
 		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
 	}
 	l.keySet, l.vkey = ks, ks.String()
+	l.ownKeys = map[string]bool{sign.KeyID(l.kr.log.Public().(ed25519.PublicKey)): true}
+	for _, pub := range ks.PublicKeys() {
+		l.ownKeys[sign.KeyID(pub)] = true
+	}
 	return nil
+}
+
+// pinRetired gives every retired key without a recorded root the root of
+// the tree at its size, read from the log's own tiles, and loads the keys
+// again: a key set pins each retired key to its (size, root) (DESIGN §6).
+// It runs once the prover is ready; folders retired since version 3 of the
+// design record the root and need nothing here.
+func (l *Ledger) pinRetired() error {
+	changed := false
+	for i, r := range l.kr.retired {
+		if r.Root != "" {
+			continue
+		}
+		if r.MaxSize == 0 || r.MaxSize > l.builder.Size() {
+			return fmt.Errorf("retired checkpoint key %s: max_size %d is not a size of this log (%d entries)", r.VerifierKey, r.MaxSize, l.builder.Size())
+		}
+		root, err := l.prover.RootAt(r.MaxSize)
+		if err != nil {
+			return fmt.Errorf("retired checkpoint key %s: the root at size %d: %w", r.VerifierKey, r.MaxSize, err)
+		}
+		l.kr.retired[i].Root = base64.StdEncoding.EncodeToString(root[:])
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return l.loadKeys()
 }
 
 // signCheckpoint signs a tree head with every checkpoint key.
@@ -97,8 +133,7 @@ func (l *Ledger) resign(size uint64, root merkle.Hash, cp []byte) ([]byte, error
 	if bytes.Equal(fresh, cp) {
 		return cp, nil
 	}
-	err = l.db.Update(func(txn *badger.Txn) error { return txn.Set(kCheckpoint, fresh) })
-	if err != nil {
+	if err := l.store.SetCheckpoint(context.Background(), size, fresh); err != nil {
 		return nil, fmt.Errorf("storing the checkpoint signed by the new checkpoint keys: %w", err)
 	}
 	return fresh, nil
@@ -132,11 +167,22 @@ func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 		if len(l.kr.checkpoint) > 1 {
 			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.kr.checkpoint))
 		}
-		path := keyFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
+		k, err := readKey(l.store, keyFile, opts.Passphrase)
+		if err != nil && IsStoreURL(dir) {
+			// A log in a database keeps its keys there: the new key is
+			// read from this machine and copied in, for every server.
+			data, rerr := os.ReadFile(keyFile)
+			if rerr != nil {
+				return fmt.Errorf("reading the new checkpoint key: %w", rerr)
+			}
+			if k, err = sign.ParsePrivateKeyPEM(data, opts.Passphrase); err == nil {
+				keyFile = "keys/" + filepath.Base(keyFile)
+				if _, rerr := l.store.ReadFile(keyFile); rerr == nil {
+					return fmt.Errorf("%s exists already in %s; name the new key's file differently", keyFile, l.store.Location())
+				}
+				err = l.store.WriteFile(keyFile, data)
+			}
 		}
-		k, err := sign.ReadPrivateKeyFile(path, opts.Passphrase)
 		if err != nil {
 			return fmt.Errorf("reading the new checkpoint key: %w", err)
 		}
@@ -165,14 +211,15 @@ func FinishRotation(dir string, opts Options) (*Rotation, error) {
 		if len(cfg.CheckpointKeys) < 2 {
 			return errors.New("no rotation is under way (one checkpoint key); start one with a new key first")
 		}
-		size := l.Head().Size
+		h := l.Head()
 		last := len(cfg.CheckpointKeys) - 1
 		for _, k := range l.kr.checkpoint[:last] {
 			vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
 			if err != nil {
 				return err
 			}
-			cfg.RetiredKeys = append(cfg.RetiredKeys, retiredKey{VerifierKey: vk, MaxSize: size})
+			cfg.RetiredKeys = append(cfg.RetiredKeys, retiredKey{VerifierKey: vk, MaxSize: h.Size,
+				Root: base64.StdEncoding.EncodeToString(h.Root[:])})
 		}
 		cfg.CheckpointKeys = cfg.CheckpointKeys[last:]
 		return nil
@@ -216,25 +263,16 @@ func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (
 // that the keys it names can be read, and replaces the config file
 // atomically.
 func writeNewConfig(l *Ledger, dir string, opts Options, change func(*Ledger, *config) error) (*config, error) {
-	cfg, err := readConfig(dir)
+	cfg, err := readConfig(l.store)
 	if err != nil {
 		return nil, err
 	}
 	if err := change(l, cfg); err != nil {
 		return nil, err
 	}
-	if _, err := cfg.keyring(dir, opts.Passphrase); err != nil {
+	if _, err := cfg.keyring(l.store, opts.Passphrase); err != nil {
 		return nil, err
 	}
 	out, _ := json.MarshalIndent(cfg, "", "  ")
-	cfgPath := filepath.Join(dir, configName)
-	tmp := cfgPath + ".new"
-	os.Remove(tmp)
-	if err := writeFileSync(tmp, append(out, '\n'), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, cfgPath); err != nil {
-		return nil, err
-	}
-	return cfg, syncDir(dir)
+	return cfg, l.store.WriteFile(configName, append(out, '\n'))
 }

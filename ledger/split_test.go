@@ -87,7 +87,7 @@ func TestSplitOversizedBatch(t *testing.T) {
 	}
 
 	// The ledger goes on, and its state is what a replay gives.
-	w.l.txnBudget = txnBudget
+	w.l.txnBudget = w.l.store.Budget()
 	w.admin.seq-- // the refused statement took no seq
 	w.enroll(newActor(t, "user:after"))
 	compareState(t, w.l, w.replay())

@@ -15,7 +15,8 @@ type Commit struct {
 	From uint64
 	// Workflows are the workflows the batch's leaves joined (their
 	// back-link chains); a subscriber following one workflow that is not
-	// here, and that missed nothing, need not look.
+	// here, and that missed nothing, need not look. Nil when unknown (a
+	// server that does not sequence the log learns only the new head).
 	Workflows map[string]bool
 }
 

@@ -129,8 +129,39 @@ func OpenCheckpoint(text []byte, origin string, verifierKeys string) (Checkpoint
 }
 
 // Open verifies a signed checkpoint against the key set; see
-// [OpenCheckpoint].
+// [OpenCheckpoint]. A checkpoint signed only by retired keys is accepted
+// only if it is exactly the head one of them is pinned to; see
+// [KeySet.OpenRetired] for a smaller one.
 func (ks *KeySet) Open(text []byte) (Checkpoint, error) {
+	c, pins, err := ks.OpenRetired(text)
+	if err != nil || pins == nil {
+		return c, err
+	}
+	var why []string
+	for _, p := range pins {
+		if p.Root != nil && p.Size == c.Size && *p.Root == c.Root {
+			return c, nil
+		}
+		why = append(why, p.describe())
+	}
+	return Checkpoint{}, fmt.Errorf("%w: a checkpoint of size %d, root %s, is signed only by a retired key, which vouches only for the head it was retired at (%s); a checkpoint before it is trusted once proven consistent with a trusted one (custody verify consistency), and a fresh bundle or proof is signed by the current key",
+		ErrUnsignedCheckpoint, c.Size, c.Root, strings.Join(why, "; "))
+}
+
+func (p Pin) describe() string {
+	if p.Root == nil {
+		return fmt.Sprintf("size %d, root not given in the key set", p.Size)
+	}
+	return fmt.Sprintf("size %d, root %s", p.Size, *p.Root)
+}
+
+// OpenRetired verifies a signed checkpoint as Open does, but also accepts
+// one signed only by retired keys that is no larger than the head they are
+// pinned to; it then returns those keys' pins, and the caller must prove
+// the checkpoint consistent with one of them (VerifyConsistency to its
+// pinned root) or with a checkpoint Open accepted before trusting it. pins
+// is nil when a current key signed the checkpoint.
+func (ks *KeySet) OpenRetired(text []byte) (c Checkpoint, pins []Pin, err error) {
 	vs := make([]note.Verifier, len(ks.keys))
 	for i, k := range ks.keys {
 		vs[i] = k.verifier
@@ -138,42 +169,49 @@ func (ks *KeySet) Open(text []byte) (Checkpoint, error) {
 	origin := ks.origin
 	n, err := note.Open(text, note.VerifierList(vs...))
 	if err != nil {
-		return Checkpoint{}, classifyOpenError(ks, err)
+		return Checkpoint{}, nil, classifyOpenError(ks, err)
 	}
 	var cp log.Checkpoint
 	rest, err := cp.Unmarshal([]byte(n.Text))
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
+		return Checkpoint{}, nil, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
 	}
 	if cp.Origin != origin {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint origin %q, want %q", ErrWrongOrigin, cp.Origin, origin)
+		return Checkpoint{}, nil, fmt.Errorf("%w: checkpoint origin %q, want %q", ErrWrongOrigin, cp.Origin, origin)
 	}
 	if len(rest) != 0 {
-		return Checkpoint{}, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
+		return Checkpoint{}, nil, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
 	}
 	if len(cp.Hash) != HashSize {
-		return Checkpoint{}, fmt.Errorf("%w: root hash is %d bytes, want %d", ErrMalformedCheckpoint, len(cp.Hash), HashSize)
+		return Checkpoint{}, nil, fmt.Errorf("%w: root hash is %d bytes, want %d", ErrMalformedCheckpoint, len(cp.Hash), HashSize)
 	}
 	// Exactly the three lines SignCheckpoint writes: this rejects extension
 	// lines, leading zeros and non-canonical base64.
-	c := Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: Hash(cp.Hash)}
+	c = Checkpoint{Origin: cp.Origin, Size: cp.Size, Root: Hash(cp.Hash)}
 	if canon := (log.Checkpoint{Origin: c.Origin, Size: c.Size, Hash: c.Root[:]}).Marshal(); !bytes.Equal(canon, []byte(n.Text)) {
-		return Checkpoint{}, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
+		return Checkpoint{}, nil, fmt.Errorf("%w: body %q is not in canonical form", ErrMalformedCheckpoint, n.Text)
 	}
-	// A retired key vouches only for the checkpoints it signed before it
-	// was retired: one of at most its size.
+	// A retired key vouches at most for the head it was retired at and
+	// the checkpoints before it.
 	var retired []string
 	for _, sig := range n.Sigs {
 		k := ks.find(sig.Name, sig.Hash)
 		if k == nil {
 			continue
 		}
-		if k.maxSize == nil || c.Size <= *k.maxSize {
-			return c, nil
+		if k.maxSize == nil {
+			return c, nil, nil
+		}
+		if c.Size <= *k.maxSize {
+			pins = append(pins, Pin{Size: *k.maxSize, Root: k.root})
+			continue
 		}
 		retired = append(retired, fmt.Sprintf("%s+%08x (retired at size %d)", sig.Name, sig.Hash, *k.maxSize))
 	}
-	return Checkpoint{}, fmt.Errorf("%w: a checkpoint of size %d is signed only by %s", ErrUnsignedCheckpoint, c.Size, strings.Join(retired, ", "))
+	if pins != nil {
+		return c, pins, nil
+	}
+	return Checkpoint{}, nil, fmt.Errorf("%w: a checkpoint of size %d is signed only by %s", ErrUnsignedCheckpoint, c.Size, strings.Join(retired, ", "))
 }
 
 // classifyOpenError turns a failure of note.Open into one of this

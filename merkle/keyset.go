@@ -18,17 +18,23 @@ import (
 // text form is that key's signed-note verifier key on one line, exactly what
 // it always was. After a rotation the set holds the keys that sign the
 // log's checkpoints now and the keys that signed them before, each of those
-// with the largest tree size it signed:
+// pinned to the head it was retired at, its tree size and root:
 //
 //	# custody checkpoint keys of example.com/log
 //	example.com/log+3c7e1a2b+AXh0...
-//	example.com/log+0d9f44e1+AQJk... max_size=120533
+//	example.com/log+0d9f44e1+AQJk... max_size=120533 root=kWb2JPKj...=
 //
-// A checkpoint is genuine if a key of the set signed it and, for a retired
-// key, the checkpoint is no larger than its max_size: whoever later steals a
-// retired key cannot sign a checkpoint of the log as it grows. Every key has
-// the same name, the log's origin; blank lines and lines starting with # are
-// ignored.
+// A checkpoint signed by a current key is genuine. One signed only by a
+// retired key is genuine only if it is exactly the head the key is pinned
+// to (DESIGN §6): the retired key may still be on a host (the log key signs
+// DENIALs), and with it alone a thief could sign a different history of
+// any size up to max_size, a whole new log with its own GENESIS. A smaller
+// checkpoint the retired key signed before its retirement is trusted only
+// once proven consistent with a trusted checkpoint ([KeySet.OpenRetired]
+// says which it needs). A retired key without root= (a set written before
+// version 3 of the design) vouches for no checkpoint on its own. Every key
+// has the same name, the log's origin; blank lines and lines starting with
+// # are ignored.
 type KeySet struct {
 	origin string
 	keys   []setKey
@@ -39,6 +45,15 @@ type setKey struct {
 	verifier note.Verifier
 	pub      ed25519.PublicKey
 	maxSize  *uint64 // nil: a current key
+	root     *Hash   // the root at maxSize; nil if the set does not say
+}
+
+// Pin is the head a retired key was retired at: it vouches for this
+// checkpoint and, through a consistency proof, for the smaller ones before
+// it, never for any other history.
+type Pin struct {
+	Size uint64
+	Root *Hash // nil when the key set does not give it
 }
 
 // MaxKeySetKeys bounds the keys one set may hold, so a hostile key file
@@ -54,20 +69,29 @@ func ParseKeySet(text string) (*KeySet, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) > 2 {
-			return nil, fmt.Errorf("merkle: checkpoint key set, line %d: want a verifier key and at most max_size=N, got %d fields", i+1, len(fields))
+		if len(fields) > 3 {
+			return nil, fmt.Errorf("merkle: checkpoint key set, line %d: want a verifier key and at most max_size=N root=R, got %d fields", i+1, len(fields))
 		}
 		k, err := parseSetKey(fields[0])
 		if err != nil {
 			return nil, fmt.Errorf("merkle: checkpoint key set, line %d: %w", i+1, err)
 		}
-		if len(fields) == 2 {
+		if len(fields) >= 2 {
 			v, ok := strings.CutPrefix(fields[1], "max_size=")
 			n, err := strconv.ParseUint(v, 10, 64)
 			if !ok || err != nil || strconv.FormatUint(n, 10) != v {
 				return nil, fmt.Errorf("merkle: checkpoint key set, line %d: %q is not max_size=<decimal tree size>", i+1, fields[1])
 			}
 			k.maxSize = &n
+		}
+		if len(fields) == 3 {
+			v, ok := strings.CutPrefix(fields[2], "root=")
+			raw, err := base64.StdEncoding.Strict().DecodeString(v)
+			if !ok || err != nil || len(raw) != HashSize || base64.StdEncoding.EncodeToString(raw) != v {
+				return nil, fmt.Errorf("merkle: checkpoint key set, line %d: %q is not root=<base64 SHA-256 root hash>", i+1, fields[2])
+			}
+			h := Hash(raw)
+			k.root = &h
 		}
 		if ks.origin == "" {
 			ks.origin = k.verifier.Name()
@@ -155,20 +179,25 @@ func (ks *KeySet) PublicKeys() []ed25519.PublicKey {
 	return out
 }
 
-// Retire returns a copy of the set in which the given current key may sign
-// checkpoints of at most maxSize.
-func (ks *KeySet) Retire(vkey string, maxSize uint64) (*KeySet, error) {
+// Retire returns a copy of the set in which the given current key is
+// retired, pinned to the head of the given size and root.
+func (ks *KeySet) Retire(vkey string, size uint64, root Hash) (*KeySet, error) {
 	out := &KeySet{origin: ks.origin, keys: append([]setKey(nil), ks.keys...)}
 	for i, k := range out.keys {
 		if k.vkey == vkey {
 			if k.maxSize != nil {
 				return nil, fmt.Errorf("merkle: key %s was retired already (max_size=%d)", vkey, *k.maxSize)
 			}
-			out.keys[i].maxSize = &maxSize
+			out.keys[i].maxSize, out.keys[i].root = &size, &root
 			return out, nil
 		}
 	}
 	return nil, fmt.Errorf("merkle: key %s is not in the set", vkey)
+}
+
+// RetiredLine is a retired key's line in a key set's text form.
+func RetiredLine(vkey string, size uint64, root Hash) string {
+	return fmt.Sprintf("%s max_size=%d root=%s", vkey, size, base64.StdEncoding.EncodeToString(root[:]))
 }
 
 // Add returns a copy of the set with one more current key.
@@ -188,6 +217,9 @@ func (ks *KeySet) String() string {
 		b.WriteString(k.vkey)
 		if k.maxSize != nil {
 			fmt.Fprintf(&b, " max_size=%d", *k.maxSize)
+			if k.root != nil {
+				fmt.Fprintf(&b, " root=%s", base64.StdEncoding.EncodeToString(k.root[:]))
+			}
 		}
 		b.WriteByte('\n')
 	}

@@ -51,7 +51,15 @@ func TestKeySetRotation(t *testing.T) {
 	// the new key alone from 150.
 	before, during, after := sign(100, old), sign(120, old, new), sign(200, new)
 	transition := oldVK + "\n" + newVK + "\n"
-	finished := fmt.Sprintf("# comment\n\n%s max_size=150\n%s\n", oldVK, newVK)
+	finished := fmt.Sprintf("# comment\n\n%s\n%s\n", RetiredLine(oldVK, 150, root), newVK)
+	sizeOnly := fmt.Sprintf("%s max_size=150\n%s\n", oldVK, newVK) // before design v3
+	otherPast := func(size uint64) []byte {
+		cp, err := SignCheckpoint(origin, size, Hash{8}, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp
+	}
 
 	for _, tc := range []struct {
 		name, keys string
@@ -66,12 +74,19 @@ func TestKeySetRotation(t *testing.T) {
 		{"transition set, old", transition, before, nil},
 		{"transition set, co-signed", transition, during, nil},
 		{"transition set, new", transition, after, nil},
-		{"finished set, old", finished, before, nil},
+		// A checkpoint before the retirement needs a consistency proof
+		// (OpenRetired); on its own the retired key vouches for its pin only.
+		{"finished set, old", finished, before, ErrUnsignedCheckpoint},
 		{"finished set, co-signed", finished, during, nil},
 		{"finished set, new", finished, after, nil},
-		// A thief of the retired key cannot sign the log as it grows.
+		// A thief of the retired key cannot sign the log as it grows...
 		{"finished set, retired key past its size", finished, sign(151, old), ErrUnsignedCheckpoint},
-		{"finished set, retired key at its size", finished, sign(150, old), nil},
+		{"finished set, retired key at its pin", finished, sign(150, old), nil},
+		// ...nor a different past, of the pinned size or smaller.
+		{"finished set, retired key, other root at its size", finished, otherPast(150), ErrUnsignedCheckpoint},
+		{"finished set, retired key, other 4-entry past", finished, otherPast(4), ErrUnsignedCheckpoint},
+		{"size-only set, retired key at its size", sizeOnly, sign(150, old), ErrUnsignedCheckpoint},
+		{"size-only set, other past", sizeOnly, otherPast(4), ErrUnsignedCheckpoint},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := OpenCheckpoint(tc.cp, origin, tc.keys)
@@ -135,11 +150,11 @@ func TestKeySetText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := two.Retire(oldVK, 150)
+	done, err := two.Retire(oldVK, 150, Hash{7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := oldVK + " max_size=150\n" + newVK + "\n"
+	want := oldVK + " max_size=150 root=BwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n" + newVK + "\n"
 	if done.String() != want {
 		t.Fatalf("String = %q, want %q", done.String(), want)
 	}
@@ -152,10 +167,10 @@ func TestKeySetText(t *testing.T) {
 	if two.String() != oldVK+"\n"+newVK+"\n" {
 		t.Fatalf("Retire changed the set it was called on: %q", two.String())
 	}
-	if _, err := done.Retire(oldVK, 200); err == nil {
+	if _, err := done.Retire(oldVK, 200, Hash{}); err == nil {
 		t.Fatal("retired a key twice")
 	}
-	if _, err := done.Retire(otherVK, 200); err == nil {
+	if _, err := done.Retire(otherVK, 200, Hash{}); err == nil {
 		t.Fatal("retired a key not in the set")
 	}
 
@@ -163,12 +178,15 @@ func TestKeySetText(t *testing.T) {
 		"",
 		"# only a comment\n",
 		"not a key",
-		oldVK + "\n" + otherVK,                   // two logs
-		oldVK + "\n" + oldVK,                     // twice
-		oldVK + " max_size=",                     // no size
-		oldVK + " max_size=01",                   // leading zero
-		oldVK + " max_size=-1",                   // negative
-		oldVK + " max_size=1 extra",              // three fields
+		oldVK + "\n" + otherVK,          // two logs
+		oldVK + "\n" + oldVK,            // twice
+		oldVK + " max_size=",            // no size
+		oldVK + " max_size=01",          // leading zero
+		oldVK + " max_size=-1",          // negative
+		oldVK + " max_size=1 extra",     // not a root
+		oldVK + " max_size=1 root=AAAA", // short root
+		oldVK + " root=" + strings.Repeat("A", 43) + "=",                          // root without size
+		oldVK + " max_size=1 root=BwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= x", // four fields
 		oldVK + " size=1",                        // unknown attribute
 		oldVK + " max_size=18446744073709551616", // overflow
 	} {
@@ -228,12 +246,21 @@ func TestKeySetVectors(t *testing.T) {
 		return string(cp)
 	}
 	files := map[string]string{
-		"log.keys":                    fmt.Sprintf("# the key set of %s after a finished rotation\n%s\n%s max_size=150\n", origin, newVK, oldVK),
+		"log.keys":                    fmt.Sprintf("# the key set of %s after a finished rotation\n%s\n%s\n", origin, newVK, RetiredLine(oldVK, 150, root)),
 		"old.vkey":                    oldVK + "\n",
 		"checkpoint-before.txt":       sign(100, old),
 		"checkpoint-during.txt":       sign(150, old, new),
 		"checkpoint-after.txt":        sign(200, new),
 		"checkpoint-old-key-late.txt": sign(151, old),
+		"checkpoint-old-key-pin.txt":  sign(150, old),
+		// The retired key alone, signing a different history of 4 entries.
+		"checkpoint-old-key-other-past.txt": func() string {
+			cp, err := SignCheckpoint(origin, 4, Hash(sha256.Sum256([]byte("another past"))), old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(cp)
+		}(),
 	}
 	dir := filepath.Join("..", "testdata", "keyset")
 	if *updateKeySet {
@@ -261,10 +288,14 @@ func TestKeySetVectors(t *testing.T) {
 		file       string
 		keys, only error // under the set; under the old key alone
 	}{
-		{"checkpoint-before.txt", nil, nil},
+		// Before the retirement: trusted under the set only with a
+		// consistency proof to a trusted checkpoint (KeySet.OpenRetired).
+		{"checkpoint-before.txt", ErrUnsignedCheckpoint, nil},
 		{"checkpoint-during.txt", nil, nil},
 		{"checkpoint-after.txt", nil, ErrUnsignedCheckpoint},
 		{"checkpoint-old-key-late.txt", ErrUnsignedCheckpoint, nil},
+		{"checkpoint-old-key-pin.txt", nil, nil},
+		{"checkpoint-old-key-other-past.txt", ErrUnsignedCheckpoint, nil},
 	} {
 		cp := []byte(read(tc.file))
 		if _, err := OpenCheckpoint(cp, origin, keys); !errors.Is(err, tc.keys) {

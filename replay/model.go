@@ -245,7 +245,8 @@ func Build(b *verify.Bundle, verifierKey string, o Options) (*Report, error) {
 	}
 	st := newStatuses(v)
 	bd := &builder{r: r, o: o, e: authority.NewView(authority.MemStore{}), rows: map[uint64]*Row{},
-		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{}}
+		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{},
+		inForce: map[string][]string{}}
 	var entries []decoded
 	for _, be := range b.Entries {
 		d := decode(be)
@@ -375,6 +376,7 @@ type builder struct {
 	charge   map[string]map[string][2]int64
 	grants   []string // accepted grant ids in log order
 	stopIDs  []string
+	inForce  map[string][]string // workflow -> STOPs in force, in log order
 	stopDocs map[uint64]*statement.StopDoc
 	asOf     time.Time
 	// replayedTo is the index of the first entry the model replay could
@@ -450,12 +452,10 @@ func (bd *builder) replay(entries []decoded) {
 		}
 		row := bd.rows[d.index]
 		var inForce []*authority.StopRec
-		if wf := d.st.WorkflowID(); wf != "" && d.err == nil {
-			if w := bd.e.Workflow(wf); w != nil {
-				for _, id := range w.Stops {
-					if s := bd.e.StopRecord(id); s != nil {
-						inForce = append(inForce, s)
-					}
+		if r, ok := d.st.(*statement.ReceiptDoc); ok && d.err == nil && !r.IsPending() {
+			for _, id := range bd.inForce[r.Workflow] {
+				if s := bd.e.StopRecord(id); s != nil {
+					inForce = append(inForce, s)
 				}
 			}
 		}
@@ -514,10 +514,12 @@ func (bd *builder) apply(row *Row, d decoded, dec *authority.Decision, inForce [
 		}
 	case *statement.StopDoc:
 		bd.stopIDs = append(bd.stopIDs, s.RequestID)
+		bd.inForce[s.Workflow] = append(bd.inForce[s.Workflow], s.RequestID)
 		bd.stopDocs[d.index] = s
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.RequestID)
 	case *statement.ResumeDoc:
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.StopRef)
+		bd.inForce[s.Workflow] = slices.DeleteFunc(bd.inForce[s.Workflow], func(id string) bool { return id == s.StopRef })
 	case *statement.DenialDoc:
 		bd.denial(row, s, dec)
 	}

@@ -14,6 +14,11 @@ import (
 type Grant struct {
 	Descriptor
 	Revocable bool
+	// Final is set for a grant at the log's max_depth, which can never
+	// delegate: its principals restrict nothing, so they never make it
+	// narrower than its parent (DESIGN §3). The caller knows the depth;
+	// the descriptor does not.
+	Final bool
 }
 
 // setRule names one of a descriptor's four sets in attenuation order.
@@ -49,7 +54,8 @@ var setRules = [...]setRule{
 //  8. equal_scope: the child is not strictly narrower — no set of it means
 //     less than the parent's and no parent limit is lower in it. An earlier
 //     expiry, a grant made revocable, or a limit the parent does not have
-//     does not make a child narrower.
+//     does not make a child narrower; nor, for a Final child (at
+//     max_depth), does a narrower principals set.
 //
 // It is the only place the rule is decided; the ledger and the verifier
 // both call it.
@@ -99,6 +105,9 @@ func Attenuates(parent, child Grant) error {
 	}
 
 	for _, r := range setRules {
+		if r.name == "principals" && child.Final {
+			continue // restricts the grantees below, and there are none
+		}
 		if narrower(r.get(p), r.get(c)) {
 			return nil
 		}
@@ -108,7 +117,11 @@ func Attenuates(parent, child Grant) error {
 			return nil
 		}
 	}
-	return errorf(CodeEqualScope, "child means the same %s as its parent%s; a delegation must be strictly narrower (a transfer is rejected), and an earlier expiry or an added limit does not count", sameWhat(), lowersNone(slices.Sorted(maps.Keys(p.Limits))))
+	final := ""
+	if child.Final {
+		final = "; the child is at max_depth, where principals restrict nothing and so do not count"
+	}
+	return errorf(CodeEqualScope, "child means the same %s as its parent%s; a delegation must be strictly narrower (a transfer is rejected), and an earlier expiry or an added limit does not count%s", sameWhat(), lowersNone(slices.Sorted(maps.Keys(p.Limits))), final)
 }
 
 func sameWhat() string {

@@ -35,6 +35,7 @@ type grantJSON struct {
 	Limits       map[string]int64 `json:"limits,omitempty"`
 	Principals   []string         `json:"principals,omitempty"`
 	Revocable    bool             `json:"revocable"`
+	Final        bool             `json:"final,omitempty"` // at max_depth
 	StepIDs      []string         `json:"step_ids,omitempty"`
 	Targets      []string         `json:"targets"`
 	WorkflowID   string           `json:"workflow_id"`
@@ -52,6 +53,7 @@ func (g *grantJSON) grant() Grant {
 			WorkflowID:   g.WorkflowID,
 		},
 		Revocable: g.Revocable,
+		Final:     g.Final,
 	}
 }
 

@@ -96,6 +96,14 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.AppendResponse{Verdict: api.Accepted, Index: res.Index, Duplicate: res.Duplicate, Notes: res.Notes,
 		Leaf: leaf, Checkpoint: string(res.Head.Checkpoint), InclusionProof: hashStrings(res.Proof)}
+	if s.cos != nil && s.opts.WitnessFinality && res.Verdict == authority.Accepted && gatesAStep(leaf) {
+		cp, proof, err := s.witnessedAnswer(r.Context(), res)
+		if err != nil {
+			s.unwitnessed(w, start, res, err)
+			return
+		}
+		out.Checkpoint, out.InclusionProof = cp, hashStrings(proof)
+	}
 	status := http.StatusOK
 	if res.Verdict != authority.Accepted {
 		idx := res.Index

@@ -108,7 +108,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	wait:
 		select {
 		case c := <-heads:
-			if c.From == seen && !c.Workflows[wf] {
+			if c.From == seen && c.Workflows != nil && !c.Workflows[wf] {
 				// The very next commit, and this workflow is not in it:
 				// nothing to read (every commit wakes every stream, so
 				// this keeps many streams cheap).

@@ -169,7 +169,7 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 	switch q.Get("format") {
 	case "", "bundle":
 	case "tlog-proof":
-		p, err := s.l.TLogProof(index)
+		p, err := s.l.TLogProofAt(index, s.provingHead(index))
 		if err != nil {
 			s.readError(w, r, err)
 			return
@@ -190,7 +190,7 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "workflow must be 1 or 0")
 		return
 	}
-	b, err := s.l.Prove(index, whole)
+	b, err := s.l.ProveAt(index, whole, s.provingHead(index))
 	if err != nil {
 		s.readError(w, r, err)
 		return
@@ -269,7 +269,7 @@ func isKeyID(id string) bool {
 }
 
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
-	h := s.l.Head()
+	h := s.currentCheckpoint()
 	w.Header().Set("Cache-Control", "no-cache")
 	writeJSON(w, http.StatusOK, api.Log{Origin: s.l.Origin(), VerifierKey: s.l.VerifierKey(), Size: h.Size, Root: h.Root.String(), Checkpoint: string(h.Checkpoint)})
 }

@@ -52,6 +52,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ServeOptions) 
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
+	if s.witnessErr != nil {
+		return s.witnessErr
+	}
+	// The witness client outlives ctx until the appends in flight are
+	// answered: in finality mode they wait for its cosignatures.
+	wctx, wstop := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go func() { defer close(wdone); s.RunWitnesses(wctx) }()
+	defer func() { wstop(); <-wdone }()
 	hs := s.NewHTTPServer(opts)
 	hs.RegisterOnShutdown(func() {
 		// Streams never go idle by themselves: end them.

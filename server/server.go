@@ -36,6 +36,8 @@ import (
 
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/witness"
+	"github.com/custodylog/custody/witness/cosign"
 )
 
 // DefaultMemoryLimit is the soft limit on the Go heap custody serve runs
@@ -74,6 +76,30 @@ type Options struct {
 	// serves; by default each Server has its own registry with the Go and
 	// process collectors.
 	Registry *prometheus.Registry
+
+	// WitnessPolicy, when set, names the witnesses the log sends each new
+	// checkpoint to (C2SP tlog-witness) and the quorum of cosignatures it
+	// wants. GET /checkpoint then serves the newest checkpoint with the
+	// cosignatures gathered so far, and bundles and tlog-proofs are made
+	// under the newest checkpoint that meets the quorum. Every witness the
+	// quorum counts needs a URL.
+	WitnessPolicy *witness.Policy
+	// Witness tunes the witness client (timeouts, interval, logger); its
+	// Registerer and Logger default to the server's.
+	Witness cosign.Options
+	// WitnessFinality acknowledges a pending RECEIPT only under a
+	// checkpoint that meets the quorum, carrying its cosignatures; when
+	// none does within WitnessTimeout (default 10s) the answer is 503
+	// unwitnessed and nothing was acknowledged (the entry stays logged,
+	// and the same submission sent again is answered once witnessed).
+	// Other statements are answered as soon as they are durable.
+	WitnessFinality bool
+	WitnessTimeout  time.Duration
+	// Leading, when set, says when this server leads the log (sequences
+	// it): true when it starts leading, false when it stops. The witness
+	// client runs only while it leads. Without it, it always leads (one
+	// server on its data folder).
+	Leading <-chan bool
 }
 
 func (o *Options) defaults() {
@@ -101,6 +127,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.WitnessTimeout <= 0 {
+		o.WitnessTimeout = 10 * time.Second
+	}
 }
 
 // Server is the HTTP face of one open ledger.
@@ -114,6 +143,9 @@ type Server struct {
 	sem     chan struct{} // one token per append in flight
 	reading chan struct{} // one token per append body being read
 	streams chan struct{} // one token per open event stream
+
+	cos        *cosign.Cosigner // nil without a witness policy
+	witnessErr error            // why the witness client could not start
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -133,6 +165,16 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	}
 	s.m = newMetrics(reg, s)
+	if opts.WitnessPolicy != nil {
+		wo := opts.Witness
+		if wo.Registerer == nil {
+			wo.Registerer = reg
+		}
+		if wo.Logger == nil {
+			wo.Logger = s.log
+		}
+		s.cos, s.witnessErr = cosign.New(opts.WitnessPolicy, l, wo)
+	}
 	s.routes(reg)
 	return s
 }
@@ -154,6 +196,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("GET /v1/keys/{keyid}/seq", s.getKeySeq)
 	m.HandleFunc("GET /v1/log", s.getLog)
 	m.HandleFunc("GET /checkpoint", s.getCheckpoint)
+	m.HandleFunc("GET /v1/checkpoint/witnessed", s.getWitnessed)
 	m.HandleFunc("GET /tile/{path...}", s.getTile)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeText(w, "ok\n") })
 	m.HandleFunc("GET /readyz", s.ready)

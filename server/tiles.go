@@ -11,7 +11,7 @@ import (
 // getCheckpoint serves the latest checkpoint (C2SP tlog-tiles
 // "<prefix>/checkpoint"). It changes with every commit.
 func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
-	h := s.l.Head()
+	h := s.currentCheckpoint()
 	if h.Checkpoint == nil {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "the log has no checkpoint yet")
 		return

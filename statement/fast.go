@@ -389,6 +389,8 @@ func fastDenial(r *canon.Reader, kind Kind) Statement {
 			env, ok := sign.ReadCanonicalEnvelope(r)
 			d.Envelope = &env
 			return ok
+		case "envelope_size":
+			return optInt(r, &d.EnvelopeSize)
 		case "envelope_sha256":
 			return f.str(r, &d.EnvelopeSHA256)
 		case "reason":

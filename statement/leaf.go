@@ -13,6 +13,15 @@ import (
 // prefix each entry with a uint16 length (DESIGN §5).
 const MaxLeafSize = 65535
 
+// LeafOverhead bounds the bytes a leaf adds around its envelope:
+// {"envelope":…,"logged_at":"<≤30>","prev_in_workflow":<≤20>,"trust_head":<≤20>}.
+// The ledger refuses a submission whose canonical envelope plus
+// LeafOverhead exceeds MaxLeafSize (too_large), and leaves a denied
+// envelope out of its DENIAL exactly when the DENIAL's own envelope with it
+// inside plus LeafOverhead would exceed MaxLeafSize; the verifier checks
+// the same sums (DESIGN §4, §6), so both must use this one constant.
+const LeafOverhead = 128
+
 // Leaf is what the Merkle tree hashes: a signed envelope with the ledger's
 // acceptance time and the two back-links of DESIGN §5.
 type Leaf struct {

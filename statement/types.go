@@ -186,15 +186,19 @@ type ResumeDoc struct {
 // DenialDoc records a blocked submission; the log key signs it.
 type DenialDoc struct {
 	Header
-	DenialID       string         `json:"denial_id"`
-	Envelope       *sign.Envelope `json:"envelope,omitempty"` // omitted if the leaf would be too large
-	EnvelopeSHA256 string         `json:"envelope_sha256"`
-	SignerKeyID    string         `json:"signer_keyid"`
-	StatementType  Kind           `json:"statement_type"`
-	StatementID    string         `json:"statement_id,omitempty"` // absent when the payload could not be read
-	Workflow       string         `json:"workflow_id,omitempty"`  // only when the signer holds or issued a grant in it
-	ReasonCode     string         `json:"reason_code"`
-	Reason         string         `json:"reason"`
+	DenialID string         `json:"denial_id"`
+	Envelope *sign.Envelope `json:"envelope,omitempty"` // omitted if the leaf would be too large
+	// EnvelopeSize is the length of the refused envelope's canonical JSON,
+	// given when, and only when, the envelope is left out, so that a
+	// verifier can tell it would not have fit (DESIGN §6).
+	EnvelopeSize   int64  `json:"envelope_size,omitempty"`
+	EnvelopeSHA256 string `json:"envelope_sha256"`
+	SignerKeyID    string `json:"signer_keyid"`
+	StatementType  Kind   `json:"statement_type"`
+	StatementID    string `json:"statement_id,omitempty"` // absent when the payload could not be read
+	Workflow       string `json:"workflow_id,omitempty"`  // only when the signer holds or issued a grant in it
+	ReasonCode     string `json:"reason_code"`
+	Reason         string `json:"reason"`
 }
 
 func (d *GenesisDoc) ID() string   { return d.GenesisID }

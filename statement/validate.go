@@ -329,6 +329,10 @@ func (d *DenialDoc) validate() error {
 	c := &v{}
 	c.header(&d.Header)
 	c.ident("denial_id", d.DenialID)
+	c.absent("envelope_size", d.Envelope != nil && d.EnvelopeSize != 0, "with the envelope itself")
+	if c.err == nil && d.EnvelopeSize < 0 {
+		c.err = invalid("envelope_size", "%d is negative", d.EnvelopeSize)
+	}
 	c.hash("envelope_sha256", d.EnvelopeSHA256)
 	c.hash("signer_keyid", d.SignerKeyID)
 	if c.err == nil && !d.StatementType.Valid() {

@@ -10,6 +10,7 @@ import (
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/witness"
 )
 
 // Check is one named check of a verdict and its result.
@@ -33,6 +34,9 @@ type Verdict struct {
 	Checks      []Check  `json:"checks"`
 	Notes       []string `json:"notes,omitempty"`
 	LeftToAudit []string `json:"left_to_audit,omitempty"`
+	// Witnessed are the witnesses whose cosignatures on the checkpoint
+	// verified, when a witness policy was given (CheckWitnesses).
+	Witnessed []witness.Cosignature `json:"witnessed,omitempty"`
 }
 
 func (v *Verdict) add(c Check) bool {

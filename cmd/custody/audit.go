@@ -122,7 +122,7 @@ Example:
 				}
 				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.value)
 			default:
-				l, err := openLedgerAt(ctx, loc)
+				l, err := openLedgerAt(loc)
 				if err != nil {
 					if errors.Is(err, ledger.ErrLocked) {
 						return fmt.Errorf("audit: %w; if a server (custody serve) holds it, audit what it serves: custody audit --ledger http://HOST:PORT, or --tiles http://HOST:PORT --log-key VKEY", err)

@@ -76,8 +76,23 @@ Example:
 					return fmt.Errorf("init: admin key: %w", err)
 				}
 				adminFile = f
+			} else if ledger.IsStoreURL(dir) {
+				// A log in a database keeps only what its servers need
+				// there; the admin key goes to a file here, to keep offline.
+				adminFile = "custody-admin.key"
+				_, priv, err := sign.GenerateKey()
+				if err != nil {
+					return err
+				}
+				if err := sign.WritePrivateKeyFile(adminFile, priv, nil, false); err != nil {
+					return fmt.Errorf("init: writing the new admin key: %w (give one with --admin-key)", err)
+				}
+				o.AdminKey = priv
 			}
 			logFile := filepath.Join(dir, ledger.LogKeyFile)
+			if ledger.IsStoreURL(dir) {
+				logFile = ledger.LogKeyFile + " (in the database)"
+			}
 			if f := c.String("log-key"); f != "" {
 				if o.LogKey, err = readPrivateKey(f); err != nil {
 					return fmt.Errorf("init: log key: %w", err)
@@ -88,15 +103,7 @@ Example:
 				o.LogKeyFile = logFile
 			}
 			o.Options.Passphrase = sign.Passphrase("passphrase for " + logFile + ": ")
-			var l *ledger.Ledger
-			switch {
-			case loc.kind == locDir:
-				l, err = ledger.Init(dir, c.String("origin"), o)
-			case initStoreURL == nil:
-				err = fmt.Errorf("%s: this build has no store driver; use a data folder (--dir)", loc)
-			default:
-				l, err = initStoreURL(ctx, dir, c.String("origin"), o)
-			}
+			l, err := ledger.Init(dir, c.String("origin"), o)
 			if err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
@@ -125,9 +132,10 @@ Example:
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
 			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
-			fmt.Fprintf(w, "   custody principal enroll --dir %s --admin-key %s --name user:alice --public-key alice.key\n", dir, adminFile)
+			where := "--" + string(loc.kind)
+			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", where, dir, adminFile)
 			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
-			fmt.Fprintf(w, "   custody confirm --dir %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", dir)
+			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", where, dir)
 			fmt.Fprintf(w, "       --workflow wf_1 --target airline_portal/account_123 --capability purchase --limit budget_usd=800 --ttl 15m\n")
 			fmt.Fprintf(w, "Give auditors the verifier key above; keep %s offline.\n", adminFile)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -89,13 +88,6 @@ func (l location) why() string {
 	return fmt.Sprintf(" (--%s from %s)", l.kind, l.from)
 }
 
-// openStoreURL opens the ledger in the store at url (--store URL or
-// $CUSTODY_STORE); create is true for init, with the origin and options
-// init would give ledger.Init. A store driver (PostgreSQL) sets it from
-// its file's init; while it is nil, --store is hidden from --help and a
-// store location is an error that says so.
-var openStoreURL func(ctx context.Context, url string, o ledger.Options) (*ledger.Ledger, error)
-
 // locFlag makes the flag of a location kind; usageText overrides the
 // kind's usual sentence when not empty.
 func locFlag(k locKind, usageText string) cli.Flag {
@@ -106,8 +98,7 @@ func locFlag(k locKind, usageText string) cli.Flag {
 	case locLedger:
 		f.Usage = "a custody server's `URL`, like http://127.0.0.1:8080, instead of a data folder ($CUSTODY_LEDGER)"
 	case locStore:
-		f.Usage = "a store `URL`, like postgres://..., instead of a data folder ($CUSTODY_STORE)"
-		f.Hidden = openStoreURL == nil
+		f.Usage = "the ledger's database instead of a data folder: `postgres://USER@HOST:PORT/DB` ($CUSTODY_STORE; docs/DEPLOY.md)"
 	case locBundle:
 		f.Usage = "a workflow bundle `FILE` instead of a ledger"
 	case locTiles:
@@ -121,10 +112,6 @@ func locFlag(k locKind, usageText string) cli.Flag {
 
 // dirFlag is --dir.
 func dirFlag() cli.Flag { return locFlag(locDir, "") }
-
-// ledgerFlags are the flags of a command that opens a ledger it may
-// write to: --dir and --store.
-func ledgerFlags() []cli.Flag { return []cli.Flag{dirFlag(), locFlag(locStore, "")} }
 
 // logKeyFlag is --log-key, the verifier key that answers from a server,
 // a bundle or an export are checked against.
@@ -164,14 +151,14 @@ func resolveLocation(c *cli.Command) (location, error) {
 		if strings.TrimSpace(typed[0].value) == "" {
 			return location{}, usage(c, "%s is empty: give a %s", typed[0].from, locNoun(typed[0].kind))
 		}
-		return typed[0], nil
+		return checkLocation(c, typed[0])
 	}
 	for _, e := range locEnv {
 		if !slices.Contains(kinds, e.kind) {
 			continue
 		}
 		if v := os.Getenv(e.env); v != "" {
-			return location{kind: e.kind, value: v, from: "$" + e.env}, nil
+			return checkLocation(c, location{kind: e.kind, value: v, from: "$" + e.env})
 		}
 	}
 	if slices.Contains(kinds, locDir) {
@@ -182,6 +169,15 @@ func resolveLocation(c *cli.Command) (location, error) {
 		flags[i] = "--" + string(k)
 	}
 	return location{}, usage(c, "say where to read from: give %s", strings.Join(flags, " or "))
+}
+
+// checkLocation refuses a store location that is not a store URL (a data
+// folder is --dir), as a usage error naming where it came from.
+func checkLocation(c *cli.Command, loc location) (location, error) {
+	if loc.kind == locStore && !ledger.IsStoreURL(loc.value) {
+		return location{}, usage(c, "%s %q: want a postgres:// URL (a data folder is --dir)", loc.from, loc.value)
+	}
+	return loc, nil
 }
 
 func locNoun(k locKind) string {
@@ -206,26 +202,18 @@ func logKeyArg(c *cli.Command) (value, from string) {
 	return "", ""
 }
 
-// openLedgerAt opens the ledger of a data folder or store location.
-func openLedgerAt(ctx context.Context, loc location) (*ledger.Ledger, error) {
-	switch loc.kind {
-	case locDir:
-		l, err := ledger.Open(loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
-		if err != nil {
-			return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
-		}
-		return l, nil
-	case locStore:
-		if openStoreURL == nil {
-			return nil, fmt.Errorf("opening the ledger at %s: this build has no store driver; use a data folder (--dir)", loc)
-		}
-		l, err := openStoreURL(ctx, loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
-		if err != nil {
-			return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
-		}
-		return l, nil
+// openLedgerAt opens the ledger of a data folder or store location. The
+// log key may be passphrase-protected; the passphrase comes from
+// $CUSTODY_PASSPHRASE or the terminal.
+func openLedgerAt(loc location) (*ledger.Ledger, error) {
+	if loc.kind != locDir && loc.kind != locStore {
+		return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
 	}
-	return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
+	l, err := ledger.Open(loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+	if err != nil {
+		return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
+	}
+	return l, nil
 }
 
 // openLedger resolves c's location and opens its ledger; the location
@@ -235,10 +223,6 @@ func openLedger(c *cli.Command) (*ledger.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openLedgerAt(context.Background(), loc)
+	return openLedgerAt(loc)
 }
 
-// initStoreURL creates a ledger in the store at url, as ledger.Init does
-// in a folder (custody init --store). Set by a store driver with
-// openStoreURL.
-var initStoreURL func(ctx context.Context, url, origin string, o ledger.InitOptions) (*ledger.Ledger, error)

@@ -55,6 +55,15 @@ var notLocations = map[string]bool{"export --tiles": true}
 
 var locEnvNames = []string{"CUSTODY_LEDGER", "CUSTODY_STORE", "CUSTODY_DIR"}
 
+// locValue is the value the test gives a location of kind k from src
+// ("flag" or "env"): a store needs a postgres:// URL.
+func locValue(src string, k locKind) string {
+	if k == locStore {
+		return "postgres://" + src + "@localhost/custody"
+	}
+	return src + "-" + string(k)
+}
+
 // expectLocation is the rule, written out as the README and --help say
 // it, for the test to hold resolveLocation to.
 func expectLocation(kinds []locKind, typed []locKind, env map[string]string) (location, bool) {
@@ -62,7 +71,7 @@ func expectLocation(kinds []locKind, typed []locKind, env map[string]string) (lo
 		return location{}, false
 	}
 	if len(typed) == 1 {
-		return location{kind: typed[0], value: "flag-" + string(typed[0]), from: "--" + string(typed[0])}, true
+		return location{kind: typed[0], value: locValue("flag", typed[0]), from: "--" + string(typed[0])}, true
 	}
 	for _, e := range []struct {
 		k locKind
@@ -110,7 +119,7 @@ func envCombos() []map[string]string {
 		m := map[string]string{}
 		for i, n := range locEnvNames {
 			if mask&(1<<i) != 0 {
-				m[n] = "env-" + strings.ToLower(strings.TrimPrefix(n, "CUSTODY_"))
+				m[n] = locValue("env", locKind(strings.ToLower(strings.TrimPrefix(n, "CUSTODY_"))))
 			}
 		}
 		out = append(out, m)
@@ -184,7 +193,7 @@ func TestEveryCommandLocation(t *testing.T) {
 				}
 				args := append([]string{"custody"}, strings.Split(name, " ")...)
 				for _, k := range typed {
-					args = append(args, "--"+string(k), "flag-"+string(k))
+					args = append(args, "--"+string(k), locValue("flag", k))
 				}
 				code := runApp(context.Background(), app, args)
 				want, ok := expectLocation(kinds, typed, env)
@@ -287,6 +296,15 @@ func TestLocationPrecedenceEndToEnd(t *testing.T) {
 		t.Errorf("two locations: %s", r.stderr)
 	}
 	must(t, 2, "audit", "--dir", a.dir, "--tiles", tiles)
+
+	// A store that is not a store URL is a usage error naming its source.
+	t.Setenv("CUSTODY_STORE", a.dir)
+	os.Unsetenv("CUSTODY_LEDGER")
+	if r := must(t, 2, "get", "--index", "0"); !strings.Contains(r.stderr, "$CUSTODY_STORE") {
+		t.Errorf("$CUSTODY_STORE a folder: %s", r.stderr)
+	}
+	// ... but a typed --dir beats it.
+	must(t, 0, "get", "--dir", a.dir, "--index", "0")
 }
 
 // TestReplayLedgerWithBothVariables: replay --ledger URL works when both

@@ -218,6 +218,18 @@ func TestScopeHashAndCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.OK || v.ReasonCode != "equal_scope" {
 		t.Errorf("equal scope --json: %q, %v", r.stdout, err)
 	}
+	// DESIGN §3: at max_depth a principals set is no narrowing.
+	principals := write("principals.json", strings.Replace(designDescriptor, `"step_ids"`, `"principals":["agent:acme/*"],"step_ids"`, 1))
+	if r := must(t, 0, "scope", "check", "--parent", parent, "--child", principals, "--child-depth", "2"); r.stdout != "ok\n" {
+		t.Errorf("principals below max_depth: %q", r.stdout)
+	}
+	if r := must(t, 3, "scope", "check", "--parent", parent, "--child", principals, "--child-depth", "3"); !strings.HasPrefix(r.stdout, "equal_scope: ") || !strings.Contains(r.stdout, "max_depth") {
+		t.Errorf("principals at max_depth: %q", r.stdout)
+	}
+	if r := must(t, 0, "scope", "check", "--parent", parent, "--child", principals, "--child-depth", "3", "--max-depth", "4"); r.stdout != "ok\n" {
+		t.Errorf("principals below --max-depth 4: %q", r.stdout)
+	}
+	must(t, 2, "scope", "check", "--parent", parent, "--child", principals, "--child-depth", "4")
 	bad := write("bad.json", `{"capabilities":["submit_form","purchase"],"expires_at":"2026-03-19T08:22:00Z","targets":["a"],"workflow_id":"wf_9f3a"}`)
 	if r := must(t, 1, "scope", "hash", bad); !strings.Contains(r.stderr, "custody: scope: ") {
 		t.Errorf("non-canonical descriptor: %q", r.stderr)

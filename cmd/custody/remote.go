@@ -71,7 +71,7 @@ func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
 	} else if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedgerAt(ctx, loc)
+	l, err := openLedgerAt(loc)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,11 @@ func keyRotateLogCommand() *cli.Command {
    new key set (printed, and by 'custody checkpoint --key').
 
 2. Finish (--finish), once verifiers hold the new set: the new key signs
-   alone. Each old key is retired at the current tree size: the key set
-   keeps it as "<key> max_size=N", so every checkpoint it signed still
-   verifies, and a checkpoint larger than N signed by it alone is refused,
-   whoever holds it.
+   alone. Each old key is retired at the current head: the key set keeps
+   it as "<key> max_size=N root=R". Signed by it alone, that head still
+   verifies, older checkpoints verify once proven consistent with it
+   ('custody verify consistency'), and any other checkpoint (larger, or a
+   different history) is refused, whoever holds the key.
 
 GENESIS binds the log key for ever, and it keeps signing DENIALs: keep its
 file as before. Verifiers give the key set file to --log-key wherever they
@@ -60,9 +61,6 @@ Example:
 			loc, err := resolveLocation(c)
 			if err != nil {
 				return err
-			}
-			if loc.kind != locDir {
-				return fmt.Errorf("key rotate-log: %s: rotation works on a data folder only in this build", loc)
 			}
 			dir := loc.value
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}

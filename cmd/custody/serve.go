@@ -13,16 +13,19 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/witness/cosign"
 )
 
 func init() { register(serveCommand) }
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "serve",
-		Usage:     "serve a ledger over HTTP",
-		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]",
+		Name:  "serve",
+		Usage: "serve a ledger over HTTP",
+		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
+			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
    POST /v1/entries                  append one signed envelope; answered only once
@@ -42,6 +45,26 @@ The Go heap runs under a soft limit of --memory-limit MiB (384 by default;
 instead of letting the heap double, which keeps a server on a large log
 within a small container. docs/BENCHMARKS.md measures it.
 
+Witnesses (--witness-policy FILE): the policy names witnesses (witness NAME
+VKEY URL), groups (group NAME N|any|all MEMBER...) and a quorum (quorum
+NAME), in the grammar Tessera reads (docs/FORMATS.md). Each new checkpoint
+goes at once to every witness the quorum counts (C2SP tlog-witness POST
+URL/add-checkpoint, with a consistency proof from the size the witness
+holds); their cosignatures are added to the checkpoint GET /checkpoint
+serves, never changing its body. GET /v1/checkpoint/witnessed serves the
+newest one that meets the quorum, and bundles are made under it. A
+witness gets at most one checkpoint per --witness-interval (the public
+witness network asks for about one a second; 0 for a private set).
+Witness answers other than a cosignature are logged and counted in
+/metrics (custody_witness_requests_total); a fork or split view is logged
+at ERROR.
+
+With --witness-finality, a pending RECEIPT is answered only under a
+checkpoint that meets the quorum, carrying its cosignatures; if none does
+within --witness-timeout the answer is 503 unwitnessed: the entry is
+logged, the runtime must not act, and the same submission sent again is
+answered once witnessed. Other statements are answered when durable.
+
 On SIGINT or SIGTERM it stops accepting connections, answers every append in
 flight, then closes the ledger. Clients (custody --ledger URL, package
 client) check every answer against the log's verifier key.
@@ -49,7 +72,8 @@ client) check every answer against the log's verifier key.
 Example:
 
    custody serve --dir ./custody-data --addr 127.0.0.1:8080
-   curl -s http://127.0.0.1:8080/checkpoint`,
+   curl -s http://127.0.0.1:8080/checkpoint
+   custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
 			dirFlag(),
 			locFlag(locStore, ""),
@@ -60,6 +84,14 @@ Example:
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (structured logs on standard error)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long shutdown waits for appends in flight"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
+			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
+				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
+			&cli.BoolFlag{Name: "witness-finality", Usage: "answer a pending RECEIPT only under a checkpoint the witness quorum cosigned",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_FINALITY")},
+			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-finality: how long a pending RECEIPT waits for the quorum before 503",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_TIMEOUT")},
+			&cli.DurationFlag{Name: "witness-interval", Value: time.Second, Usage: "the least time between two checkpoints sent to one witness (0: none)",
+				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
@@ -86,6 +118,10 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
+			opts := server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log}
+			if err := witnessOptions(c, &opts); err != nil {
+				return err
+			}
 			l, err := openLedger(c)
 			if err != nil {
 				return err
@@ -97,7 +133,7 @@ Example:
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			srv := server.New(l, server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log})
+			srv := server.New(l, opts)
 			err = srv.Serve(ctx, ln, server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 				ShutdownTimeout: c.Duration("shutdown-timeout")})
 			if cerr := l.Close(); cerr != nil && err == nil {
@@ -110,4 +146,40 @@ Example:
 			return nil
 		},
 	}
+}
+
+// witnessOptions reads the --witness-* flags into opts.
+func witnessOptions(c *cli.Command, opts *server.Options) error {
+	file := c.String("witness-policy")
+	if file == "" {
+		for _, f := range []string{"witness-finality", "witness-timeout", "witness-interval"} {
+			if c.IsSet(f) {
+				return usage(c, "--%s needs --witness-policy FILE", f)
+			}
+		}
+		return nil
+	}
+	p, err := verifycli.ReadPolicy(file)
+	if err != nil {
+		return fmt.Errorf("--witness-policy: %w", err)
+	}
+	if p.None() {
+		return usage(c, "--witness-policy %s: its quorum is none, so there is nothing to send to witnesses", file)
+	}
+	for _, w := range p.Required() {
+		if w.URL == "" {
+			return fmt.Errorf("--witness-policy %s: witness %s has no URL: the log needs one to send it checkpoints (witness NAME VKEY URL)", file, w.Name)
+		}
+	}
+	if d := c.Duration("witness-timeout"); d <= 0 || d > 10*time.Minute {
+		return usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
+	}
+	if d := c.Duration("witness-interval"); d < 0 || d > time.Hour {
+		return usage(c, "--witness-interval %s: want 0 to 1h", d)
+	}
+	opts.WitnessPolicy = p
+	opts.WitnessFinality = c.Bool("witness-finality")
+	opts.WitnessTimeout = c.Duration("witness-timeout")
+	opts.Witness = cosign.Options{Interval: c.Duration("witness-interval"), Timeout: min(5*time.Second, c.Duration("witness-timeout"))}
+	return nil
 }

@@ -202,14 +202,17 @@ func scopeCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "check that a child scope attenuates its parent",
-		UsageText: "custody scope check --parent P.json --child C.json [--parent-revocable=true] [--child-revocable=true] [--json]",
+		UsageText: "custody scope check --parent P.json --child C.json [--parent-revocable=true] [--child-revocable=true] [--child-depth N [--max-depth 3]] [--json]",
 		Description: `Decides, with the same function the ledger uses, whether the child
 descriptor is a proper attenuation of the parent: same workflow, every child
 pattern covered, every parent limit kept and not raised, no later expiry, not
 less revocable, and strictly narrower somewhere. Prints "ok" and exits 0, or
 prints "<reason_code>: <sentence>" and exits 3. Revocability is a field of the
 grant, not of the descriptor: give it with --parent-revocable and
---child-revocable (both default to true).
+--child-revocable (both default to true). So is depth: with --child-depth
+equal to --max-depth (default 3) the child can never delegate, so a
+principals set there restricts nothing and does not count as narrowing
+(a child whose only narrowing is principals is then equal_scope).
 
 Example:
 
@@ -219,6 +222,8 @@ Example:
 			&cli.StringFlag{Name: "child", Usage: "the child's scope descriptor", Required: true, TakesFile: true},
 			&cli.BoolFlag{Name: "parent-revocable", Value: true, Usage: "whether the parent grant is revocable"},
 			&cli.BoolFlag{Name: "child-revocable", Value: true, Usage: "whether the child grant is revocable"},
+			&cli.IntFlag{Name: "child-depth", Usage: "the child grant's depth (a CONFIRM's grantee is 1); at --max-depth its principals do not count as narrowing"},
+			&cli.IntFlag{Name: "max-depth", Value: scope.DefaultMaxDepth, Usage: "the log's max_depth from GENESIS"},
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -233,8 +238,15 @@ Example:
 			if err != nil {
 				return err
 			}
+			final := false
+			if c.IsSet("child-depth") {
+				if err := scope.CheckDepth(int(c.Int("child-depth")), int(c.Int("max-depth"))); err != nil {
+					return usage(c, "--child-depth %d: %v", c.Int("child-depth"), err)
+				}
+				final = c.Int("child-depth") == c.Int("max-depth")
+			}
 			err = scope.Attenuates(scope.Grant{Descriptor: p, Revocable: c.Bool("parent-revocable")},
-				scope.Grant{Descriptor: ch, Revocable: c.Bool("child-revocable")})
+				scope.Grant{Descriptor: ch, Revocable: c.Bool("child-revocable"), Final: final})
 			v := scopeVerdict{OK: err == nil}
 			var se *scope.Error
 			if errors.As(err, &se) {

@@ -1,8 +1,6 @@
 package testlog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
-	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
@@ -193,40 +190,7 @@ func (r *Rogue) Deny(a *Actor, st statement.Statement, code authority.Code) uint
 // names if its signer holds or issued a grant there.
 func (r *Rogue) DenyEnvelope(env sign.Envelope, code authority.Code, reason string) uint64 {
 	r.TB.Helper()
-	p, err := sign.ParseEnvelopeValue(env)
-	if err != nil {
-		r.TB.Fatalf("denying a malformed envelope: %v", err)
-	}
-	kind, _ := statement.KindOfPayloadType(env.PayloadType)
-	canonEnv, err := env.Canonical()
-	if err != nil {
-		r.TB.Fatal(err)
-	}
-	sum := sha256.Sum256(canonEnv)
-	index, at := r.Size(), r.now()
-	wf := statement.PeekWorkflow(p.Payload)
-	if scope.CheckIdentifier(wf) != nil || !r.members[wf][p.KeyID] {
-		wf = ""
-	}
-	doc := &statement.DenialDoc{
-		Header: statement.Header{Type: statement.Denial, Timestamp: statement.FormatTimestamp(at), Log: r.Origin,
-			Actor: r.Origin, Seq: r.logSeq + 1},
-		DenialID: authority.DenialID(index), Envelope: &env, EnvelopeSHA256: hex.EncodeToString(sum[:]),
-		SignerKeyID: p.KeyID, StatementType: kind, Workflow: wf, ReasonCode: string(code), Reason: reason,
-	}
-	if id := statement.PeekID(kind, p.Payload); scope.CheckIdentifier(id) == nil {
-		doc.StatementID = id
-	}
-	payload, err := statement.Marshal(doc)
-	if err != nil {
-		r.TB.Fatalf("DENIAL %d: %v", index, err)
-	}
-	denv, err := sign.Sign(r.LogKey.Priv, statement.Denial.Lower(), payload)
-	if err != nil {
-		r.TB.Fatal(err)
-	}
-	r.logSeq++
-	return r.appendEnvelope(denv, statement.Denial, wf, at)
+	return r.DenyForged(env, code, reason, Forgery{})
 }
 
 // now is the next acceptance time: the clock, but never before the last.

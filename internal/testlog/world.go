@@ -35,6 +35,9 @@ type WorldOptions struct {
 	Admin, LogKey *Actor
 	Clock         *Clock
 	Init          ledger.InitOptions // keys, clock and origin are set from the fields above
+	// Location is where the log is created: a folder or a postgres://
+	// URL (default: a new folder under tb.TempDir()).
+	Location string
 }
 
 // World is a real ledger in a temporary folder, with a clock and helpers.
@@ -65,7 +68,10 @@ func NewWorld(tb testing.TB, o WorldOptions) *World {
 	if o.Clock == nil {
 		o.Clock = NewClock(T0)
 	}
-	w := &World{TB: tb, Dir: tb.TempDir(), Origin: o.Origin, Clock: o.Clock, Admin: o.Admin, LogKey: o.LogKey,
+	if o.Location == "" {
+		o.Location = tb.TempDir()
+	}
+	w := &World{TB: tb, Dir: o.Location, Origin: o.Origin, Clock: o.Clock, Admin: o.Admin, LogKey: o.LogKey,
 		Author: NewAuthor(o.Origin, o.Clock)}
 	init := o.Init
 	init.AdminName, init.AdminKey, init.LogKey = o.Admin.Name, o.Admin.Priv, o.LogKey.Priv

@@ -29,6 +29,7 @@ import (
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/verify"
+	"github.com/custodylog/custody/witness"
 )
 
 // Exit statuses.
@@ -102,6 +103,10 @@ func newCommand(name, prog string) *cli.Command {
 			Usage: "the log's checkpoint verifier key (`VKEY`: <origin>+<hash>+<key>), or a file holding it"}
 	}
 	jsonFlag := func() cli.Flag { return &cli.BoolFlag{Name: "json", Local: true, Usage: "print the verdict as JSON"} }
+	policyFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "policy", Local: true, TakesFile: true,
+			Usage: "a witness policy `FILE` (Tessera's grammar): require its quorum's cosignatures on the checkpoint"}
+	}
 	onUsage := func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
 		return usagef("%v (see %s --help)", err, prog)
 	}
@@ -134,7 +139,7 @@ Example:
 		Name:      name,
 		Usage:     "verify a bundle or tlog-proof offline, with only the log's public key",
 		ArgsUsage: "BUNDLE",
-		UsageText: prog + " BUNDLE --log-key VKEY [--json]\n" + prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
+		UsageText: prog + " BUNDLE --log-key VKEY [--policy FILE] [--json]\n" + prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
 		Description: strings.TrimSpace(`
 BUNDLE is a bundle file made by custody prove (custody-bundle/v1), or a
 C2SP tlog-proof file (detected by its first line, ` + tlogProofHeader + `);
@@ -147,16 +152,24 @@ ledger's decision function over every entry: a log that admitted what it
 should have refused is caught, and the verdict names the entry and the
 rule. A tlog-proof proves inclusion of one entry only.
 
+With --policy FILE (a witness policy: witness NAME VKEY [URL], group NAME
+N|any|all MEMBER..., quorum NAME, as Tessera reads it), the checkpoint must
+also carry valid cosignatures (C2SP tlog-cosignature) of the policy's
+quorum; the verdict names each witness that cosigned and when. A
+checkpoint published before its witnesses answered is rejected, and the
+verdict says so.
+
 Example:
 
   ` + prog + ` receipt.bundle.json --log-key log.vkey
   ` + prog + ` receipt.bundle.json --log-key 'example.com/custody+1a2b3c4d+AU...'
   ` + prog + ` receipt.tlog-proof --log-key log.vkey
+  ` + prog + ` receipt.bundle.json --log-key log.vkey --policy witnesses.policy
   ` + prog + ` workflow.bundle.json --log-key log.vkey --json | jq .valid
   ` + prog + ` consistency checkpoint.old checkpoint.new --proof consistency.proof --log-key log.vkey
 
 Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.`),
-		Flags:                  []cli.Flag{keyFlag(), jsonFlag()},
+		Flags:                  []cli.Flag{keyFlag(), policyFlag(), jsonFlag()},
 		Commands:               []*cli.Command{consistency},
 		OnUsageError:           onUsage,
 		HideHelpCommand:        true,
@@ -176,13 +189,19 @@ func runVerify(cmd *cli.Command, prog string) error {
 	if err != nil {
 		return err
 	}
+	policy, err := readPolicy(cmd)
+	if err != nil {
+		return err
+	}
 	data, err := readInput(cmd, args[0])
 	if err != nil {
 		return emitUnusable(cmd, err)
 	}
 	var v *verify.Verdict
+	var checkpoint []byte
 	if line, _, _ := bytes.Cut(data, []byte("\n")); string(line) == tlogProofHeader {
 		v, err = verify.VerifyTLogProof(data, vkey)
+		checkpoint = verify.TLogProofCheckpoint(data)
 	} else {
 		var b *verify.Bundle
 		b, err = verify.ParseBundle(data)
@@ -190,11 +209,41 @@ func runVerify(cmd *cli.Command, prog string) error {
 			return emitUnusable(cmd, fmt.Errorf("%s: %w", args[0], err))
 		}
 		v, err = verify.VerifyBundle(b, vkey)
+		checkpoint = []byte(b.Checkpoint)
 	}
 	if err != nil {
 		return emitUnusable(cmd, fmt.Errorf("%s: %w", args[0], err))
 	}
+	if policy != nil && v.Valid {
+		verify.CheckWitnesses(v, checkpoint, policy)
+	}
 	return emit(cmd, v)
+}
+
+// readPolicy reads --policy, if given.
+func readPolicy(cmd *cli.Command) (*witness.Policy, error) {
+	name := flagString(cmd, "policy")
+	if name == "" {
+		return nil, nil
+	}
+	p, err := ReadPolicy(name)
+	if err != nil {
+		return nil, emitUnusable(cmd, fmt.Errorf("--policy %w", err))
+	}
+	return p, nil
+}
+
+// ReadPolicy reads a witness policy file (the grammar of package witness).
+func ReadPolicy(name string) (*witness.Policy, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := witness.ParsePolicy(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", textsafe.Text(name), err)
+	}
+	return p, nil
 }
 
 func runConsistency(cmd *cli.Command, prog string) error {
@@ -243,7 +292,7 @@ func logKey(cmd *cli.Command, prog string) (string, error) {
 // ReadKeySet reads the log's checkpoint keys as a flag gives them: a
 // signed-note verifier key (<origin>+<hash>+<key>), or a file holding one,
 // or holding the log's key set after a checkpoint key rotation (one key a
-// line, retired keys with max_size=N). It returns the set's text.
+// line, retired keys with max_size=N root=R). It returns the set's text.
 func ReadKeySet(arg string) (string, error) {
 	arg = strings.TrimSpace(arg)
 	if ks, err := merkle.ParseKeySet(arg); err == nil {

@@ -19,7 +19,10 @@
 //	                                      with Last-Event-ID or ?after=N
 //	GET  /v1/keys/{keyid}/seq             KeySeq
 //	GET  /v1/log                          Log
-//	GET  /checkpoint                      C2SP tlog-checkpoint (signed note)
+//	GET  /checkpoint                      C2SP tlog-checkpoint (signed note), with the witness
+//	                                      cosignatures gathered for it so far
+//	GET  /v1/checkpoint/witnessed         the newest checkpoint that meets the witness quorum
+//	                                      (404 without a policy, or before one does)
 //	GET  /tile/<L>/<N>[.p/<W>]            C2SP tlog-tiles hash tile
 //	GET  /tile/entries/<N>[.p/<W>]        C2SP tlog-tiles entry bundle
 //	GET  /healthz, /readyz, /metrics
@@ -43,6 +46,7 @@ const (
 	PathKeys        = "/v1/keys/"
 	PathLog         = "/v1/log"
 	PathCheckpoint  = "/checkpoint"
+	PathWitnessed   = "/v1/checkpoint/witnessed"
 )
 
 // MaxBody is the largest request body the server reads: twice a leaf.
@@ -89,6 +93,11 @@ const (
 	CodeMethod      = "bad_method"   // 405
 	CodeTooLarge    = "too_large"    // 413 (also a ledger refusal code)
 	CodeRateLimited = "rate_limited" // 429 (also a ledger refusal code)
+	// CodeUnwitnessed (503): in witness finality mode, a pending RECEIPT
+	// is logged but no checkpoint that includes it met the witness quorum
+	// in time. Nothing was acknowledged: the step must not run. Sending
+	// the same submission again returns its decision once witnessed.
+	CodeUnwitnessed = "unwitnessed"
 )
 
 // Entry is one leaf of the log, decoded for reading. Leaf is the exact

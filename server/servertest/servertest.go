@@ -51,19 +51,28 @@ type Log struct {
 // random port). Everything is closed when the test ends.
 func Start(t testing.TB, opts server.Options) *Log {
 	t.Helper()
-	dir, l, adminPriv := initLog(t)
+	dir, l, adminPriv := initLog(t, nil)
 	return serve(t, dir, l, adminPriv, opts)
 }
 
-// initLog creates a ledger with a fresh admin key in t.TempDir().
-func initLog(t testing.TB) (string, *ledger.Ledger, ed25519.PrivateKey) {
+// StartKeyed is Start with the given log key, so that a test can tell
+// witnesses the log's verifier key before the server starts.
+func StartKeyed(t testing.TB, logKey ed25519.PrivateKey, opts server.Options) *Log {
+	t.Helper()
+	dir, l, adminPriv := initLog(t, logKey)
+	return serve(t, dir, l, adminPriv, opts)
+}
+
+// initLog creates a ledger with a fresh admin key in t.TempDir(), and a
+// fresh log key unless one is given.
+func initLog(t testing.TB, logKey ed25519.PrivateKey) (string, *ledger.Ledger, ed25519.PrivateKey) {
 	t.Helper()
 	dir := t.TempDir()
 	_, adminPriv, err := sign.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Init(dir, Origin, ledger.InitOptions{AdminKey: adminPriv})
+	l, err := ledger.Init(dir, Origin, ledger.InitOptions{AdminKey: adminPriv, LogKey: logKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +84,7 @@ func initLog(t testing.TB) (string, *ledger.Ledger, ed25519.PrivateKey) {
 // new key signs checkpoints. VKey is the log's key set.
 func StartRotated(t testing.TB, opts server.Options) *Log {
 	t.Helper()
-	dir, l, adminPriv := initLog(t)
+	dir, l, adminPriv := initLog(t, nil)
 	l.Close()
 	_, priv, err := sign.GenerateKey()
 	if err != nil {
@@ -109,9 +118,14 @@ func serve(t testing.TB, dir string, l *ledger.Ledger, adminPriv ed25519.Private
 	hs.Listener = ln
 	hs.Start()
 	lg := &Log{T: t, Dir: dir, Ledger: l, Server: s, HTTP: hs, URL: hs.URL, VKey: l.VerifierKey()}
+	wctx, wstop := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go func() { defer close(wdone); s.RunWitnesses(wctx) }()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
+		wstop()
+		<-wdone
 		l.Close()
 	})
 	lg.Client = lg.NewClient()

@@ -1,0 +1,309 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/storage"
+)
+
+// One sequencer per log.
+//
+// On a store many servers share (storage.Leaser: PostgreSQL), the server
+// holding the sequencer lease decides and commits; the others serve reads
+// from the store and refuse appends with a *NotLeaderError naming the
+// leader. Every commit is fenced in its own transaction by the lease's
+// epoch and the expected tree size, so a leader that was paused past its
+// lease commits nothing, signs no checkpoint anyone sees, and steps down
+// when its commit is refused. A server that takes the lease reloads the
+// head, the tree edge and the authority state from the store before it
+// decides anything.
+
+// ErrNotLeader is returned (wrapped in a *NotLeaderError) by appends to a
+// server that does not hold the sequencer lease.
+var ErrNotLeader = errors.New("ledger: this server does not sequence the log")
+
+// NotLeaderError says which server sequences the log, if any.
+type NotLeaderError struct {
+	Leader string // the leader's advertised URL ("" if unknown or none)
+	Epoch  uint64
+	Reason string
+}
+
+func (e *NotLeaderError) Error() string {
+	s := "this server does not sequence the log"
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	if e.Leader != "" {
+		s += fmt.Sprintf("; the sequencer (lease epoch %d) takes appends at %s", e.Epoch, e.Leader)
+	} else {
+		s += "; no server holds the sequencer lease right now, retry shortly"
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Role is this server's part in sequencing the log.
+type Role struct {
+	// Shared is true on a store many servers share; on a data folder the
+	// one process that opens it is always the sequencer.
+	Shared bool
+	Leader bool   // this server holds the lease
+	Epoch  uint64 // the lease's epoch as last seen
+	// LeaderURL is where the leader takes appends; Holder names it.
+	LeaderURL, Holder string
+	Expires           time.Time
+	// Takeovers counts the times this server took the lease; Failovers
+	// the takeovers of the log as the store counts them; StepDowns the
+	// times this server lost it.
+	Takeovers, StepDowns, Failovers uint64
+}
+
+// leadership is the live state behind Role.
+type leadership struct {
+	leaser storage.Leaser // nil: a folder store, always the sequencer
+	epoch  atomic.Uint64  // the epoch this server holds (0: none)
+	mu     sync.Mutex
+	last   storage.Lease
+	change chan struct{} // closed and replaced at every change of role
+
+	takeovers, stepDowns atomic.Uint64
+	// seqEpoch is the epoch the sequencer's state was loaded under (owned
+	// by the sequencer goroutine).
+	seqEpoch uint64
+	// renewed is when the last successful acquisition or renewal began.
+	renewed time.Time
+}
+
+// Role reports this server's part in sequencing the log.
+func (l *Ledger) Role() Role {
+	if l.lead.leaser == nil {
+		return Role{Leader: true}
+	}
+	l.lead.mu.Lock()
+	defer l.lead.mu.Unlock()
+	r := Role{Shared: true, Leader: l.lead.epoch.Load() != 0, Epoch: l.lead.last.Epoch, LeaderURL: l.lead.last.URL,
+		Holder: l.lead.last.Holder, Expires: l.lead.last.Expires, Takeovers: l.lead.takeovers.Load(),
+		StepDowns: l.lead.stepDowns.Load(), Failovers: l.lead.last.Failovers}
+	if !l.lead.last.Live && !r.Leader {
+		r.LeaderURL, r.Holder = "", ""
+	}
+	return r
+}
+
+// Leading reports whether this server sequences the log now, and returns
+// a channel closed at its next change of role: what a task that must run
+// on the leader alone (a witness cosigner loop) waits on.
+func (l *Ledger) Leading() (bool, <-chan struct{}) {
+	if l.lead.leaser == nil {
+		return true, nil
+	}
+	l.lead.mu.Lock()
+	defer l.lead.mu.Unlock()
+	if l.lead.change == nil {
+		l.lead.change = make(chan struct{})
+	}
+	return l.lead.epoch.Load() != 0, l.lead.change
+}
+
+func (l *Ledger) roleChanged() {
+	l.lead.mu.Lock()
+	if l.lead.change != nil {
+		close(l.lead.change)
+	}
+	l.lead.change = make(chan struct{})
+	l.lead.mu.Unlock()
+}
+
+// notLeader is the error appends get on a follower.
+func (l *Ledger) notLeader(reason string) error {
+	l.lead.mu.Lock()
+	last := l.lead.last
+	l.lead.mu.Unlock()
+	e := &NotLeaderError{Epoch: last.Epoch, Reason: reason}
+	if last.Live && !last.Mine {
+		e.Leader = last.URL
+	}
+	return e
+}
+
+// tryLead acquires the lease if it is free. Called at open and by the
+// lease loop.
+func (l *Ledger) tryLead(ctx context.Context) error {
+	start := time.Now()
+	ls, err := l.lead.leaser.Acquire(ctx, l.opts.Advertise, l.opts.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	l.lead.mu.Lock()
+	l.lead.last = ls
+	l.lead.mu.Unlock()
+	if ls.Mine && l.lead.epoch.Load() != ls.Epoch {
+		l.lead.renewed = start
+		l.lead.epoch.Store(ls.Epoch)
+		l.lead.takeovers.Add(1)
+		l.roleChanged()
+	}
+	return nil
+}
+
+// stepDown gives up sequencing: the store forgets the epoch, so nothing
+// more is committed under it.
+func (l *Ledger) stepDown(reason string) {
+	l.lead.leaser.Drop()
+	if l.lead.epoch.Swap(0) != 0 {
+		l.lead.stepDowns.Add(1)
+		l.lead.mu.Lock()
+		l.lead.last.Mine = false
+		l.lead.mu.Unlock()
+		l.roleChanged()
+	}
+	_ = reason
+}
+
+// leaseLoop renews the lease while this server holds it, tries to take it
+// while it does not, and, on a follower, keeps the head current from the
+// store.
+func (l *Ledger) leaseLoop() {
+	defer l.wg.Done()
+	ttl := l.opts.LeaseTTL
+	tick := time.NewTicker(ttl / 6)
+	defer tick.Stop()
+	poll := time.NewTicker(l.opts.HeadPoll)
+	defer poll.Stop()
+	nextLease := time.Now()
+	for {
+		select {
+		case <-l.closing:
+			return
+		case <-l.headNote:
+			l.followHead()
+			continue
+		case <-poll.C:
+			if l.lead.epoch.Load() == 0 {
+				l.followHead()
+			}
+			continue
+		case <-tick.C:
+		}
+		if time.Now().Before(nextLease) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		if l.lead.epoch.Load() != 0 {
+			start := time.Now()
+			exp, err := l.lead.leaser.Renew(ctx, ttl)
+			switch {
+			case err == nil:
+				l.lead.renewed = start
+				l.lead.mu.Lock()
+				l.lead.last.Expires, l.lead.last.Live = exp, true
+				l.lead.mu.Unlock()
+				nextLease = start.Add(ttl / 3)
+			case errors.Is(err, storage.ErrFenced):
+				l.stepDown("lease taken over")
+			case time.Since(l.lead.renewed) > ttl*9/10:
+				// The database has not confirmed the lease for almost its
+				// whole life: another server may hold it by now. Stop
+				// before it could (the fence would refuse a commit
+				// anyway; this keeps answers honest).
+				l.stepDown("lease not renewed in time")
+			}
+		} else {
+			if err := l.tryLead(ctx); err == nil {
+				nextLease = time.Now().Add(ttl / 3)
+			}
+		}
+		cancel()
+	}
+}
+
+// followHead reads the committed head on a follower and publishes it.
+func (l *Ledger) followHead() {
+	if l.lead.epoch.Load() != 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.opts.LeaseTTL)
+	defer cancel()
+	sh, err := l.store.Head(ctx)
+	if err != nil || sh == nil {
+		return
+	}
+	h, err := l.headOf(sh)
+	if err != nil {
+		return
+	}
+	l.advanceHead(h, nil)
+}
+
+// headOf checks a stored head and returns it as a Head.
+func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
+	edge, err := merkle.ParseEdge(sh.Edge)
+	if err != nil {
+		return nil, fmt.Errorf("stored tree edge: %w", err)
+	}
+	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: sh.Checkpoint}
+	if sh.Checkpoint != nil {
+		c, err := l.keySet.Open(sh.Checkpoint)
+		if err != nil {
+			return nil, fmt.Errorf("stored checkpoint: %w", err)
+		}
+		if c.Size != h.Size || c.Root != h.Root {
+			return nil, fmt.Errorf("stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, h.Size)
+		}
+	}
+	return h, nil
+}
+
+// advanceHead publishes h if it is larger than the head held; a follower
+// does not know which workflows the new leaves joined (nil).
+func (l *Ledger) advanceHead(h *Head, workflows map[string]bool) {
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	old := l.head.Load()
+	if old != nil && h.Size <= old.Size {
+		return
+	}
+	from := uint64(0)
+	if old != nil {
+		from = old.Size
+	}
+	l.head.Store(h)
+	l.watchers.publish(Commit{Head: *h, From: from, Workflows: workflows})
+}
+
+// takeLead makes the sequencer's state that of the store under the epoch
+// held, reloading it after a change of leader. It returns an error for a
+// batch that must not be decided: this server is not the leader, or the
+// store could not be read.
+func (l *Ledger) takeLead() error {
+	if l.lead.leaser == nil {
+		return nil
+	}
+	ep := l.lead.epoch.Load()
+	if ep == 0 {
+		return l.notLeader("")
+	}
+	if ep == l.lead.seqEpoch {
+		return nil
+	}
+	if err := l.drain(); err != nil && !errors.Is(err, storage.ErrFenced) {
+		_ = err // the batch in flight was answered with its error
+	}
+	l.engine = authority.New(recordStore{l.store})
+	l.builder = nil
+	if err := l.loadHead(true); err != nil {
+		return fmt.Errorf("taking over the log: %w", err)
+	}
+	l.lead.seqEpoch = ep
+	return nil
+}

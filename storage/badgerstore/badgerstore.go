@@ -1,0 +1,486 @@
+// Package badgerstore is custody's embedded store: a Badger v4 database in
+// the data folder, fsynced on every commit, owned by one process at a
+// time (Badger's folder lock is the sequencer lock).
+//
+// Key layout. One byte of prefix, then fixed-width or free fields.
+//
+//	l <index u64>            leaf bytes
+//	t <level u8> <index u64> hash tile (up to 256 hashes, grows in place)
+//	h <dedup hash 32>        index of the leaf holding the decision
+//	s <keyid hex> <seq u64>  (no longer written: an index nothing read; a
+//	                         key's seq lives in its authority record)
+//	a <state key>            authority state record (JSON)
+//	m edge                   the tree's compact range
+//	m checkpoint             the latest signed checkpoint
+//	m origin                 the log's origin
+package badgerstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/skl"
+	"golang.org/x/sys/unix"
+
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/storage"
+)
+
+const (
+	pLeaf  = 'l'
+	pTile  = 't'
+	pHash  = 'h'
+	pState = 'a'
+)
+
+var (
+	kEdge       = []byte("medge")
+	kCheckpoint = []byte("mcheckpoint")
+	kOrigin     = []byte("morigin")
+)
+
+func leafKey(index uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = pLeaf
+	binary.BigEndian.PutUint64(k[1:], index)
+	return k
+}
+
+func tileKey(level, index uint64) []byte {
+	k := make([]byte, 10)
+	k[0] = pTile
+	k[1] = byte(level)
+	binary.BigEndian.PutUint64(k[2:], index)
+	return k
+}
+
+func hashKey(h [32]byte) []byte { return append([]byte{pHash}, h[:]...) }
+
+func stateKey(key string) []byte { return append([]byte{pState}, key...) }
+
+func be64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// Options tune the store.
+type Options struct {
+	// Logger receives Badger's warnings and errors (default: discarded
+	// unless CUSTODY_BADGER_LOG is set).
+	Logger badger.Logger
+	// ReserveBytes is the free space the store keeps on its filesystem
+	// (default 256 MiB): a batch that would leave less is not committed
+	// and fails with storage.ErrDiskFull.
+	ReserveBytes int64
+}
+
+// Store is a data folder's Badger database.
+type Store struct {
+	dir     string
+	db      *badger.DB
+	reserve int64
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Exists reports whether dir holds a database.
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "db"))
+	return err == nil
+}
+
+// Open opens (creating if needed) the database in dir/db.
+func Open(dir string, o Options) (*Store, error) {
+	if o.ReserveBytes <= 0 {
+		o.ReserveBytes = 256 << 20
+	}
+	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), o))
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%w: %s (%v)", storage.ErrLocked, dir, err)
+		}
+		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
+	}
+	return &Store{dir: dir, db: db, reserve: o.ReserveBytes}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Location is the data folder.
+func (s *Store) Location() string { return s.dir }
+
+// memTableSize is Badger's memtable size.
+const memTableSize = 12 << 20
+
+// valueThreshold is the value size from which Badger keeps a value in the
+// value log, with only a pointer in the LSM tree.
+const valueThreshold = 1 << 10
+
+// budget is the most a batch's transaction may weigh by Badger's own
+// reckoning (see weigh): 90% of its limit, 15% of a memtable.
+const budget = memTableSize * 15 / 100 * 9 / 10
+
+func badgerOptions(path string, o Options) badger.Options {
+	bo := badger.DefaultOptions(path).
+		// Every commit is fsynced: an acknowledged entry is durable.
+		WithSyncWrites(true).
+		// One writer (the sequencer) and no read-modify-write races between
+		// transactions: conflict detection is pure overhead.
+		WithDetectConflicts(false).
+		// Leaves, tiles and records are written once and overwritten only
+		// by the same key (tiles grow, records update): keep one version.
+		WithNumVersionsToKeep(1).
+		// 2 cores, small memory: two 12 MiB memtables, bounded caches for
+		// the reads proofs and bundles do, and compaction on both cores.
+		// Each memtable's arena (1.3 times its size) lives on the Go heap
+		// from the moment the ledger opens, so it sets how far the
+		// collector lets the heap grow: 32 MiB memtables cost about 60 MiB
+		// more resident memory at 10M entries. A transaction may hold at
+		// most 15% of a memtable (1.8 MiB); see budget.
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(4).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		// 16 KiB table blocks, not 4 KiB: a table's index (read at open, and
+		// resident through Badger's memory map) holds one entry per block,
+		// so at 10M entries of 400 B indexes and Bloom filters take 19 MiB,
+		// not 55. A point read decompresses one 16 KiB block (cached).
+		// Tables written earlier keep their block size.
+		WithBlockSize(16 << 10).
+		// 8 MiB base tables, not 2: a 10M-entry log holds about 100 tables
+		// instead of about 400, and opening it with a cold page cache reads
+		// each table's index once (1.3 s -> 0.3-0.5 s at 10M).
+		WithBaseTableSize(8 << 20).
+		WithNumCompactors(2).
+		// Values over 1 KiB (leaves, full tiles) go to the value log, so
+		// compaction does not rewrite them; small records stay in the LSM.
+		WithValueThreshold(valueThreshold).
+		WithValueLogFileSize(256 << 20)
+	switch {
+	case o.Logger != nil:
+		bo.Logger = o.Logger
+	case os.Getenv("CUSTODY_BADGER_LOG") == "":
+		bo.Logger = nil // Badger is chatty at INFO; errors reach callers anyway
+	}
+	return bo
+}
+
+func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+func (s *Store) get(key []byte) ([]byte, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = getValue(txn, key)
+		return err
+	})
+	return v, err
+}
+
+// Head returns the committed head, or nil.
+func (s *Store) Head(context.Context) (*storage.Head, error) {
+	var edge, cp, origin []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		if edge, err = getValue(txn, kEdge); err != nil {
+			return err
+		}
+		if cp, err = getValue(txn, kCheckpoint); err != nil {
+			return err
+		}
+		origin, err = getValue(txn, kOrigin)
+		return err
+	})
+	if err != nil || edge == nil {
+		return nil, err
+	}
+	e, err := merkle.ParseEdge(edge)
+	if err != nil {
+		return nil, fmt.Errorf("stored tree edge: %w", err)
+	}
+	return &storage.Head{Size: e.Size(), Edge: edge, Checkpoint: cp, Origin: string(origin)}, nil
+}
+
+// Leaf returns a leaf, or nil.
+func (s *Store) Leaf(_ context.Context, index uint64) ([]byte, error) { return s.get(leafKey(index)) }
+
+// Leaves returns up to n leaves from first on.
+func (s *Store) Leaves(_ context.Context, first uint64, n int) ([][]byte, error) {
+	var out [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		for i := uint64(0); i < uint64(n); i++ {
+			v, err := getValue(txn, leafKey(first+i))
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				return nil
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Tile returns a stored tile, or nil.
+func (s *Store) Tile(_ context.Context, level, index uint64) ([]byte, error) {
+	return s.get(tileKey(level, index))
+}
+
+// TileRange copies hashes from..to-1 of a tile out of Badger's value log
+// inside the read transaction: a proof needs 512 bytes, not the 8 KiB
+// tile.
+func (s *Store) TileRange(_ context.Context, level, index uint64, from, to int) ([]byte, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(tileKey(level, index))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(val []byte) error {
+			lo, hi := 0, len(val) // a malformed tile goes back whole, for the caller to reject
+			if to >= 0 && len(val)%merkle.HashSize == 0 && len(val) <= merkle.FullTileSize {
+				lo, hi = min(from*merkle.HashSize, len(val)), min(to*merkle.HashSize, len(val))
+			}
+			// val is Badger's (its memory map): valid only in the transaction.
+			v = append(make([]byte, 0, hi-lo), val[lo:hi]...)
+			return nil
+		})
+	})
+	return v, err
+}
+
+// Record returns an authority record, or nil.
+func (s *Store) Record(_ context.Context, key string) ([]byte, error) { return s.get(stateKey(key)) }
+
+// Records calls fn for every authority record.
+func (s *Store) Records(_ context.Context, fn func(string, []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pState}, PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(string(it.Item().Key()[1:]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Dedup returns the index a dedup hash maps to.
+func (s *Store) Dedup(_ context.Context, h [32]byte) (uint64, bool, error) {
+	v, err := s.get(hashKey(h))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("dedup index of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+// writes is b as Badger keys and values.
+func writes(b *storage.Batch) [][2][]byte {
+	w := make([][2][]byte, 0, 2*len(b.Leaves)+len(b.Tiles)+len(b.Records)+3)
+	for i, leaf := range b.Leaves {
+		w = append(w, [2][]byte{leafKey(b.From + uint64(i)), leaf})
+	}
+	for _, d := range b.Dedup {
+		w = append(w, [2][]byte{hashKey(d.Hash), be64(d.Index)})
+	}
+	for _, t := range b.Tiles {
+		w = append(w, [2][]byte{tileKey(t.Level, t.Index), t.Data})
+	}
+	for _, r := range b.Records {
+		if r.Value != nil {
+			w = append(w, [2][]byte{stateKey(r.Key), r.Value})
+		}
+	}
+	w = append(w, [2][]byte{kEdge, b.Edge}, [2][]byte{kCheckpoint, b.Checkpoint})
+	if b.Origin != "" {
+		w = append(w, [2][]byte{kOrigin, []byte(b.Origin)})
+	}
+	return w
+}
+
+// Budget is the most a transaction may weigh.
+func (s *Store) Budget() int { return budget }
+
+// Weigh is what b's writes weigh against Badger's transaction limits, in
+// its own reckoning: per write, the key, the value (or a 12-byte pointer
+// for a value in the value log), two bytes of metadata and ten of
+// version; and, against the limit on entries, MaxNodeSize bytes each. The
+// larger of the two counts.
+func (s *Store) Weigh(b *storage.Batch) int {
+	var bytes int
+	w := writes(b)
+	for _, kv := range w {
+		v := len(kv[1])
+		if v >= valueThreshold {
+			v = 12
+		}
+		bytes += len(kv[0]) + v + 2 + 10
+	}
+	return max(bytes, len(w)*skl.MaxNodeSize)
+}
+
+// Commit writes b in one transaction with SyncWrites. The folder lock
+// makes this process the only writer; the head is still checked, so a
+// caller that lost track of it is told.
+func (s *Store) Commit(_ context.Context, b *storage.Batch) error {
+	w := writes(b)
+	size := 0
+	for _, kv := range w {
+		size += len(kv[0]) + len(kv[1])
+	}
+	// Leaves, their tiles, state and indexes, written to the value log and
+	// then again by compaction: reserve three times the batch.
+	if err := s.checkSpace(3 * size); err != nil {
+		return err
+	}
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := s.fence(txn, b.From); err != nil {
+		return err
+	}
+	for _, kv := range w {
+		if err := txn.Set(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("committing %d entries: %w", len(b.Leaves), err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("committing %d entries: %w", len(b.Leaves), err)
+	}
+	return nil
+}
+
+// fence checks that the committed head has size.
+func (s *Store) fence(txn *badger.Txn, size uint64) error {
+	edge, err := getValue(txn, kEdge)
+	if err != nil {
+		return err
+	}
+	var have uint64
+	if edge != nil {
+		e, err := merkle.ParseEdge(edge)
+		if err != nil {
+			return fmt.Errorf("stored tree edge: %w", err)
+		}
+		have = e.Size()
+	}
+	if have != size {
+		return fmt.Errorf("%w: the stored head has size %d, the batch extends %d", storage.ErrFenced, have, size)
+	}
+	return nil
+}
+
+// SetCheckpoint replaces the head's checkpoint.
+func (s *Store) SetCheckpoint(_ context.Context, size uint64, cp []byte) error {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := s.fence(txn, size); err != nil {
+		return err
+	}
+	if err := txn.Set(kCheckpoint, cp); err != nil {
+		return err
+	}
+	return txn.Commit()
+}
+
+// checkSpace fails if committing about need more bytes would leave less
+// than the reserve free on the data folder's filesystem.
+//
+// Badger writes its value log and memtables through memory maps. When a
+// filesystem has no room for a mapped page, the kernel answers with SIGBUS
+// and the process dies: no error reaches the caller. So the store refuses
+// to commit while less than the reserve would stay free, fails the batch
+// (nothing is acknowledged), and resumes by itself once space is freed.
+func (s *Store) checkSpace(need int) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.dir, &st); err != nil {
+		return nil // cannot tell; Badger's own errors still apply
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	want := uint64(s.reserve) + uint64(need)
+	if free < want {
+		return fmt.Errorf("%w: %d MiB free on the filesystem of %s, and custody keeps %d MiB in reserve; appends resume once space is freed",
+			storage.ErrDiskFull, free>>20, s.dir, s.reserve>>20)
+	}
+	return nil
+}
+
+// ReadFile reads a file of the data folder (name relative to it, or
+// absolute).
+func (s *Store) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(s.path(name))
+}
+
+func (s *Store) path(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(name))
+}
+
+// WriteFile replaces a file of the data folder atomically and durably.
+func (s *Store) WriteFile(name string, data []byte) error {
+	path := s.path(name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".new"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+var _ = fs.ErrNotExist

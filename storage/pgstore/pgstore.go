@@ -1,0 +1,452 @@
+// Package pgstore keeps a custody log in PostgreSQL (pgx v5, a connection
+// pool), so that any number of custody servers can serve one log while
+// exactly one of them sequences it.
+//
+// One log per database, or per schema: a URL's search_path parameter
+// (postgres://…/db?search_path=mylog) chooses the schema, which must
+// exist. custody creates and migrates its tables itself (see migrations),
+// under an advisory lock, and refuses a schema a newer custody wrote.
+//
+// A batch is one transaction: the head row updated first, fenced by the
+// expected size and the sequencer lease's epoch, then the leaves, dedup
+// indexes, tiles and records as multi-row inserts (unnest of arrays, one
+// statement each), all pipelined in one round trip, and COMMIT with
+// synchronous_commit on. A NOTIFY in the same transaction tells the other
+// servers the head moved, once it has.
+//
+// The sequencer lease is a row with a holder, an epoch that every
+// acquisition increases, and an expiry on the database's clock. A server
+// that took the lease commits only while the row still carries its epoch:
+// the commit locks the row (FOR SHARE) and finds nothing to update
+// otherwise, so a server that was paused past its lease commits nothing.
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/storage"
+)
+
+// IsURL reports whether loc names a PostgreSQL database.
+func IsURL(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}
+
+// Options tune the store.
+type Options struct {
+	// MaxConns bounds the pool (default 16).
+	MaxConns int32
+}
+
+// Store is one log in one PostgreSQL database (or schema).
+type Store struct {
+	pool     *pgxpool.Pool
+	location string
+	// epoch is the sequencer lease's epoch this store commits under (0:
+	// none; every commit is then fenced).
+	epoch atomic.Uint64
+	// holder names this process in the lease row.
+	holder string
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open connects to the database at rawURL and brings its schema up to
+// date.
+func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %s: %v", Redact(rawURL), err)
+	}
+	cfg.MaxConns = o.MaxConns
+	// An acknowledged entry must survive the loss of the database server:
+	// COMMIT returns only once the WAL is flushed (and, with synchronous
+	// standbys configured, replicated).
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	cfg.ConnConfig.RuntimeParams["application_name"] = "custody"
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", Redact(rawURL), err)
+	}
+	s := &Store{pool: pool, location: Redact(rawURL), holder: holderName()}
+	if err := s.check(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func holderName() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	rand.Read(r[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+}
+
+// Redact returns a URL without its password, for messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// check refuses a server that would not make a commit durable.
+func (s *Store) check(ctx context.Context) error {
+	var fsync string
+	if err := s.pool.QueryRow(ctx, "SHOW fsync").Scan(&fsync); err != nil {
+		return s.wrap(fmt.Errorf("connecting to %s: %w", s.location, err))
+	}
+	if fsync != "on" {
+		return fmt.Errorf("%s runs with fsync=%s: an acknowledged entry would not survive a crash of the database server; custody refuses it", s.location, fsync)
+	}
+	return nil
+}
+
+// Close closes the pool, releasing the lease if this store holds it.
+func (s *Store) Close() error {
+	if s.epoch.Load() != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.Release(ctx)
+		cancel()
+	}
+	s.pool.Close()
+	return nil
+}
+
+// Location is the URL without its password.
+func (s *Store) Location() string { return s.location }
+
+// Pool is the store's connection pool, for tests and tools.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// wrap marks connection failures and a read-only server as
+// storage.ErrUnavailable.
+func (s *Store) wrap(err error) error {
+	if err == nil || errors.Is(err, storage.ErrUnavailable) {
+		return err
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %s: %v", storage.ErrUnavailable, s.location, err)
+	}
+	return err
+}
+
+func unavailable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "25006": // read_only_sql_transaction: a standby
+			return true
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
+			pe.Code == "53300":                // too many connections
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	return pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed") ||
+		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "unexpected EOF") ||
+		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset")
+}
+
+// Head returns the committed head, or nil before the first commit.
+func (s *Store) Head(ctx context.Context) (*storage.Head, error) {
+	var h storage.Head
+	var size int64
+	err := s.pool.QueryRow(ctx, "SELECT size, edge, checkpoint, origin FROM custody_head WHERE id = 1").
+		Scan(&size, &h.Edge, &h.Checkpoint, &h.Origin)
+	if err != nil {
+		return nil, s.wrap(fmt.Errorf("reading the head: %w", err))
+	}
+	if len(h.Edge) == 0 {
+		return nil, nil
+	}
+	h.Size = uint64(size)
+	e, err := merkle.ParseEdge(h.Edge)
+	if err != nil {
+		return nil, fmt.Errorf("stored tree edge: %w", err)
+	}
+	if e.Size() != h.Size {
+		return nil, fmt.Errorf("stored head: size %d but its edge is of size %d", h.Size, e.Size())
+	}
+	return &h, nil
+}
+
+func (s *Store) bytes(ctx context.Context, q string, args ...any) ([]byte, error) {
+	var v []byte
+	err := s.pool.QueryRow(ctx, q, args...).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// Leaf returns a leaf, or nil.
+func (s *Store) Leaf(ctx context.Context, index uint64) ([]byte, error) {
+	return s.bytes(ctx, "SELECT leaf FROM custody_leaves WHERE idx = $1", int64(index))
+}
+
+// Leaves returns up to n leaves from first on.
+func (s *Store) Leaves(ctx context.Context, first uint64, n int) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, "SELECT idx, leaf FROM custody_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx",
+		int64(first), int64(first)+int64(n))
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	next := int64(first)
+	for rows.Next() {
+		var idx int64
+		var leaf []byte
+		if err := rows.Scan(&idx, &leaf); err != nil {
+			return nil, s.wrap(err)
+		}
+		if idx != next {
+			break
+		}
+		out = append(out, leaf)
+		next++
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// Tile returns a tile, or nil.
+func (s *Store) Tile(ctx context.Context, level, index uint64) ([]byte, error) {
+	return s.bytes(ctx, "SELECT data FROM custody_tiles WHERE level = $1 AND idx = $2", int16(level), int64(index))
+}
+
+// TileRange returns hashes from..to-1 of a tile: substring on the server,
+// so a proof moves 512 bytes, not 8 KiB.
+func (s *Store) TileRange(ctx context.Context, level, index uint64, from, to int) ([]byte, error) {
+	v, err := s.bytes(ctx, `SELECT CASE WHEN length(data) % 32 = 0 AND length(data) <= 8192
+		THEN substring(data FROM $3 FOR $4) ELSE data END FROM custody_tiles WHERE level = $1 AND idx = $2`,
+		int16(level), int64(index), int32(from*merkle.HashSize+1), int32((to-from)*merkle.HashSize))
+	return v, err
+}
+
+// Record returns an authority record, or nil.
+func (s *Store) Record(ctx context.Context, key string) ([]byte, error) {
+	return s.bytes(ctx, "SELECT value FROM custody_records WHERE key = $1", []byte(key))
+}
+
+// Records calls fn for every authority record.
+func (s *Store) Records(ctx context.Context, fn func(string, []byte) error) error {
+	rows, err := s.pool.Query(ctx, "SELECT key, value FROM custody_records ORDER BY key")
+	if err != nil {
+		return s.wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return s.wrap(err)
+		}
+		if err := fn(string(k), v); err != nil {
+			return err
+		}
+	}
+	return s.wrap(rows.Err())
+}
+
+// Dedup returns the index a dedup hash maps to.
+func (s *Store) Dedup(ctx context.Context, h [32]byte) (uint64, bool, error) {
+	var idx int64
+	err := s.pool.QueryRow(ctx, "SELECT idx FROM custody_dedup WHERE hash = $1", h[:]).Scan(&idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.wrap(err)
+	}
+	return uint64(idx), true, nil
+}
+
+// budget bounds one transaction: far below what PostgreSQL takes, so
+// that a batch's commit stays short.
+const budget = 64 << 20
+
+// Budget is the most a batch may weigh.
+func (s *Store) Budget() int { return budget }
+
+// Weigh is the bytes b sends.
+func (s *Store) Weigh(b *storage.Batch) int {
+	n := len(b.Edge) + len(b.Checkpoint)
+	for _, l := range b.Leaves {
+		n += len(l) + 8
+	}
+	n += len(b.Dedup) * 40
+	for _, t := range b.Tiles {
+		n += len(t.Data) + 10
+	}
+	for _, r := range b.Records {
+		n += len(r.Key) + len(r.Value)
+	}
+	return n
+}
+
+const (
+	qFence = `WITH l AS (SELECT epoch FROM custody_lease WHERE id = 1 AND epoch = $1 FOR SHARE)
+		UPDATE custody_head h SET size = $3, edge = $4, checkpoint = $5, epoch = $1,
+			origin = CASE WHEN $6 = '' THEN h.origin ELSE $6 END
+		FROM l WHERE h.id = 1 AND h.size = $2`
+	qLeaves  = `INSERT INTO custody_leaves (idx, leaf) SELECT * FROM unnest($1::bigint[], $2::bytea[])`
+	qDedup   = `INSERT INTO custody_dedup (hash, idx) SELECT * FROM unnest($1::bytea[], $2::bigint[])`
+	qTiles   = `INSERT INTO custody_tiles (level, idx, data) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[]) ON CONFLICT (level, idx) DO UPDATE SET data = EXCLUDED.data`
+	qRecords = `INSERT INTO custody_records (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
+	qNotify  = `SELECT pg_notify('custody_head', $1)`
+)
+
+// Commit writes b in one transaction, fenced by the lease epoch and the
+// head's size.
+func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
+	epoch := s.epoch.Load()
+	if epoch == 0 {
+		return fmt.Errorf("%w: this server does not hold the sequencer lease", storage.ErrFenced)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))
+	}
+	defer tx.Rollback(context.Background())
+	size := b.Size()
+	var pb pgx.Batch
+	pb.Queue(qFence, int64(epoch), int64(b.From), int64(size), b.Edge, b.Checkpoint, b.Origin)
+	if len(b.Leaves) > 0 {
+		idx := make([]int64, len(b.Leaves))
+		for i := range idx {
+			idx[i] = int64(b.From) + int64(i)
+		}
+		pb.Queue(qLeaves, idx, b.Leaves)
+	}
+	if len(b.Dedup) > 0 {
+		hs, idx := make([][]byte, len(b.Dedup)), make([]int64, len(b.Dedup))
+		for i, d := range b.Dedup {
+			hs[i], idx[i] = d.Hash[:], int64(d.Index)
+		}
+		pb.Queue(qDedup, hs, idx)
+	}
+	if len(b.Tiles) > 0 {
+		lv, idx, data := make([]int16, len(b.Tiles)), make([]int64, len(b.Tiles)), make([][]byte, len(b.Tiles))
+		for i, t := range b.Tiles {
+			lv[i], idx[i], data[i] = int16(t.Level), int64(t.Index), t.Data
+		}
+		pb.Queue(qTiles, lv, idx, data)
+	}
+	var keys, vals [][]byte
+	for _, r := range b.Records {
+		if r.Value != nil {
+			keys, vals = append(keys, []byte(r.Key)), append(vals, r.Value)
+		}
+	}
+	if len(keys) > 0 {
+		pb.Queue(qRecords, keys, vals)
+	}
+	pb.Queue(qNotify, fmt.Sprint(size))
+	br := tx.SendBatch(ctx, &pb)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))
+	}
+	if tag.RowsAffected() != 1 {
+		br.Close()
+		return fmt.Errorf("%w (lease epoch %d, expected size %d)", storage.ErrFenced, epoch, b.From)
+	}
+	if err := br.Close(); err != nil {
+		return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.commitErr(err, len(b.Leaves))
+	}
+	return nil
+}
+
+// commitErr classifies an error from COMMIT: the server's refusal means
+// nothing was written; a broken connection leaves the outcome unknown.
+func (s *Store) commitErr(err error, n int) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		return s.wrap(fmt.Errorf("committing %d entries: %w", n, err))
+	}
+	return fmt.Errorf("%w: committing %d entries: %w: %v", storage.ErrCommitUnknown, n, storage.ErrUnavailable, err)
+}
+
+// SetCheckpoint replaces the head's checkpoint, fenced.
+func (s *Store) SetCheckpoint(ctx context.Context, size uint64, cp []byte) error {
+	epoch := s.epoch.Load()
+	if epoch == 0 {
+		return fmt.Errorf("%w: this server does not hold the sequencer lease", storage.ErrFenced)
+	}
+	tag, err := s.pool.Exec(ctx, `WITH l AS (SELECT epoch FROM custody_lease WHERE id = 1 AND epoch = $1 FOR SHARE)
+		UPDATE custody_head h SET checkpoint = $3 FROM l WHERE h.id = 1 AND h.size = $2`, int64(epoch), int64(size), cp)
+	if err != nil {
+		return s.commitErr(err, 0)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w (lease epoch %d, expected size %d)", storage.ErrFenced, epoch, size)
+	}
+	return nil
+}
+
+// ReadFile reads a config or key file kept in the database.
+func (s *Store) ReadFile(name string) ([]byte, error) {
+	v, err := s.bytes(context.Background(), "SELECT data FROM custody_files WHERE name = $1", name)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, s.location, fs.ErrNotExist)
+	}
+	return v, nil
+}
+
+// WriteFile stores a config or key file in the database.
+func (s *Store) WriteFile(name string, data []byte) error {
+	_, err := s.pool.Exec(context.Background(), `INSERT INTO custody_files (name, data) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET data = EXCLUDED.data`, name, data)
+	return s.wrap(err)
+}

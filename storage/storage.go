@@ -1,0 +1,171 @@
+// Package storage is the seam between custody's ledger and the database
+// that holds a log. The ledger decides; a Store keeps what it decided.
+//
+// Each driver lives in its own package and shares no storage code with
+// the others: storage/badgerstore (the embedded default, one process per
+// data folder) and storage/pgstore (PostgreSQL, any number of servers on
+// one log, one sequencer at a time under a fenced lease). The conformance
+// suite in storage/storagetest runs against every driver.
+//
+// A Store holds committed state only. Everything a batch changes — its
+// leaves, dedup indexes, hash tiles, authority records, the tree edge and
+// the signed checkpoint — reaches the store in one Batch, committed in one
+// durable transaction, or not at all.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store is one log's database.
+type Store interface {
+	// Head returns the committed tree head, or nil for a store that holds
+	// no log yet.
+	Head(ctx context.Context) (*Head, error)
+	// Leaf returns the leaf at index, or nil if the store does not hold it.
+	Leaf(ctx context.Context, index uint64) ([]byte, error)
+	// Leaves returns the n leaves from first on; fewer if the store does
+	// not hold them all (it stops at the first missing one).
+	Leaves(ctx context.Context, first uint64, n int) ([][]byte, error)
+	// Tile returns the stored hash tile, or nil. TileRange returns hashes
+	// from..to-1 of it (fewer if it holds fewer; a malformed tile whole).
+	Tile(ctx context.Context, level, index uint64) ([]byte, error)
+	TileRange(ctx context.Context, level, index uint64, from, to int) ([]byte, error)
+	// Record returns an authority state record, or nil.
+	Record(ctx context.Context, key string) ([]byte, error)
+	// Records calls fn for every authority state record.
+	Records(ctx context.Context, fn func(key string, value []byte) error) error
+	// Dedup returns the index of the leaf that decided the submission
+	// with this dedup hash.
+	Dedup(ctx context.Context, hash [32]byte) (index uint64, ok bool, err error)
+
+	// Weigh returns what b weighs against Budget, the most one
+	// transaction may hold; the ledger splits a batch that weighs more.
+	Weigh(b *Batch) int
+	Budget() int
+	// Commit writes b in one durable transaction, fenced: it fails with
+	// ErrFenced, writing nothing, unless the committed head's size is
+	// b.From (and, on a store with a sequencer lease, the lease is still
+	// this store's). It returns ErrCommitUnknown (wrapped) when the
+	// transaction may or may not have committed; the caller must read the
+	// head back before deciding anything else.
+	Commit(ctx context.Context, b *Batch) error
+	// SetCheckpoint replaces the checkpoint of the head of size with cp,
+	// the same tree signed by other keys (after a key rotation), fenced
+	// as Commit is.
+	SetCheckpoint(ctx context.Context, size uint64, cp []byte) error
+
+	// ReadFile and WriteFile hold the log's config and key files: in the
+	// data folder for a folder store, in the database otherwise. A
+	// missing file is an error wrapping fs.ErrNotExist. WriteFile
+	// replaces a file atomically and durably.
+	ReadFile(name string) ([]byte, error)
+	WriteFile(name string, data []byte) error
+	// Location names the store for messages (a folder, or a URL without
+	// its password).
+	Location() string
+
+	Close() error
+}
+
+// Head is a committed tree head.
+type Head struct {
+	Size       uint64
+	Edge       []byte // the tree's compact range (merkle.Edge, binary)
+	Checkpoint []byte // the signed checkpoint of Size
+	Origin     string
+}
+
+// Batch is everything one commit writes.
+type Batch struct {
+	From   uint64   // the committed size it extends: the fence
+	Leaves [][]byte // leaves From, From+1, …
+	Dedup  []Dedup
+	Tiles  []Tile
+	// Records are authority state records; a nil Value is never written.
+	Records    []Record
+	Edge       []byte
+	Checkpoint []byte
+	// Origin is set on the batch that holds leaf 0.
+	Origin string
+}
+
+// Size is the tree size b commits.
+func (b *Batch) Size() uint64 { return b.From + uint64(len(b.Leaves)) }
+
+// Dedup maps a submission's dedup hash to the leaf that decided it.
+type Dedup struct {
+	Hash  [32]byte
+	Index uint64
+}
+
+// Tile is a hash tile (up to 256 hashes); a tile grows in place.
+type Tile struct {
+	Level, Index uint64
+	Data         []byte
+}
+
+// Record is an authority state record.
+type Record struct {
+	Key   string
+	Value []byte
+}
+
+// ErrFenced is returned by Commit when the store's head is not the one
+// the batch extends, or the sequencer lease is no longer this store's:
+// another sequencer has committed since. Nothing was written.
+var ErrFenced = errors.New("storage: fenced: the log moved on, or this server no longer holds the sequencer lease")
+
+// ErrCommitUnknown is returned (wrapped) when a commit's outcome is
+// unknown: the connection broke while the transaction was committing.
+var ErrCommitUnknown = errors.New("storage: the commit's outcome is unknown")
+
+// ErrUnavailable is returned (wrapped) when the database cannot be
+// reached or will not take writes (a read-only standby).
+var ErrUnavailable = errors.New("storage: the database is unavailable")
+
+// ErrLocked is returned when another process has the data folder open.
+var ErrLocked = errors.New("ledger: the data folder is in use by another process")
+
+// ErrDiskFull is returned (wrapped) when a batch is not committed because
+// the data folder's filesystem is nearly full.
+var ErrDiskFull = errors.New("ledger: disk nearly full")
+
+// ErrNewerSchema is returned when a database's schema was written by a
+// newer custody than this one.
+var ErrNewerSchema = errors.New("storage: the database schema is newer than this custody")
+
+// Leaser is implemented by a store that many servers share (PostgreSQL):
+// one of them at a time holds the sequencer lease and may commit; every
+// Commit and SetCheckpoint is fenced by the lease's epoch.
+type Leaser interface {
+	// Acquire takes the lease for ttl if it is free or has expired,
+	// increasing its epoch; advertise is where the taker accepts appends.
+	// It returns the lease as it now stands (Mine: this store got it).
+	Acquire(ctx context.Context, advertise string, ttl time.Duration) (Lease, error)
+	// Renew extends the lease this store holds; ErrFenced (wrapped) if it
+	// is no longer this store's.
+	Renew(ctx context.Context, ttl time.Duration) (time.Time, error)
+	// Release gives the lease up, so that another server takes it at once.
+	Release(ctx context.Context) error
+	// Drop forgets the lease locally: every later commit is fenced.
+	Drop()
+	// Lease reads the lease as it stands.
+	Lease(ctx context.Context) (Lease, error)
+}
+
+// Lease is the state of a sequencer lease.
+type Lease struct {
+	Epoch   uint64
+	Holder  string // the process holding it
+	URL     string // where it takes appends
+	Expires time.Time
+	// Live is true while the lease has not expired (on the database's
+	// clock); Mine when this store holds it.
+	Live, Mine bool
+	// Failovers counts acquisitions that took the lease from another
+	// holder.
+	Failovers uint64
+}

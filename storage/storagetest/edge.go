@@ -1,0 +1,20 @@
+package storagetest
+
+import (
+	"github.com/custodylog/custody/merkle"
+)
+
+// edgeOf is a valid compact range of size n (of arbitrary hashes).
+func edgeOf(n uint64) []byte {
+	e := merkle.NewEdge()
+	hs := make([]merkle.Hash, n)
+	for i := range hs {
+		hs[i] = merkle.LeafHash([]byte{byte(i), byte(i >> 8)})
+	}
+	b, _ := merkle.NewBuilder(e, nil)
+	if err := b.AppendBatch(hs); err != nil {
+		panic(err)
+	}
+	out, _ := b.Edge().MarshalBinary()
+	return out
+}

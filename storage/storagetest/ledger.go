@@ -1,0 +1,137 @@
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/testlog"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/verify"
+)
+
+// Ledger runs the ledger-level conformance suite on logs created at the
+// locations newLocation returns (a new, empty one per call).
+func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
+	t.Run("ScenarioProofsReopenReplay", func(t *testing.T) {
+		loc := newLocation(t)
+		w := testlog.NewWorld(t, testlog.WorldOptions{Location: loc})
+		sc := w.Standard()
+		// Many receipts in concurrent batches, so that tiles fill and
+		// batches hold more than one leaf.
+		au := w.Author
+		g := testlog.NewGrant(sc.Booker, "wf_bulk", []string{"t/bulk"}, []string{"purchase"}, []string{"s1"}, nil, 3600)
+		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_bulk", g))
+		envs := make([][]byte, 600)
+		for i := range envs {
+			_, raw, err := sc.Booker.Sign(au.Pending(sc.Booker, fmt.Sprintf("r_bulk_%d", i), "c_bulk", "s1", "purchase", "t/bulk", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs[i] = raw
+		}
+		var pend []*ledger.Pending
+		for _, e := range envs {
+			p, err := w.L.Submit(context.Background(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pend = append(pend, p)
+		}
+		for i, p := range pend {
+			res, err := p.Wait(context.Background())
+			if err != nil || res.Verdict != authority.Accepted {
+				t.Fatalf("receipt %d: %+v, %v", i, res, err)
+			}
+			if err := merkle.VerifyInclusion(res.Index, res.Head.Size, merkle.LeafHash(res.Leaf), res.Proof, res.Head.Root); err != nil {
+				t.Fatalf("receipt %d: its proof does not verify: %v", i, err)
+			}
+		}
+		// A duplicate is answered with the first decision.
+		res, err := w.L.Append(context.Background(), envs[7])
+		if err != nil || !res.Duplicate {
+			t.Fatalf("a repeated submission: %+v, %v", res, err)
+		}
+		head := w.L.Head()
+		// Bundles verify offline.
+		for _, subject := range []uint64{sc.Pending, sc.Denial, sc.Stop, head.Size - 1} {
+			b := w.Prove(subject, true)
+			v, err := verify.VerifyBundle(b, w.VerifierKey())
+			if err != nil || !v.Valid {
+				t.Fatalf("bundle of %d: %+v, %v", subject, v.Failure(), err)
+			}
+		}
+		// Tiles and entry bundles as tlog-tiles serves them.
+		if _, err := w.L.Tile(0, 0, 256); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.L.EntryBundle(0, 256); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.L.EntryBundle(head.Size/256, int(head.Size%256)+1); err == nil {
+			t.Fatal("an entry bundle past the head was served")
+		}
+		if e, err := w.L.EntryByID("r_bulk_599"); err != nil || e.Index != head.Size-1 {
+			t.Fatalf("EntryByID: %v, %v", e, err)
+		}
+		if p, err := w.L.ConsistencyProof(10, head.Size); err != nil {
+			t.Fatal(err)
+		} else {
+			r10, _ := w.L.RootAt(10)
+			if err := merkle.VerifyConsistency(10, head.Size, p, r10, head.Root); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Reopen: the same head, and the log goes on.
+		if err := w.L.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Open(loc, ledger.Options{Clock: w.Clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.L = l
+		t.Cleanup(func() { l.Close() })
+		if h := l.Head(); h.Size != head.Size || h.Root != head.Root || !bytes.Equal(h.Checkpoint, head.Checkpoint) {
+			t.Fatalf("reopened head %d, want %d", h.Size, head.Size)
+		}
+		w.Accept(sc.Booker, au.Pending(sc.Booker, "r_after", "c_bulk", "s1", "purchase", "t/bulk", nil))
+		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_bad", "c_bulk", "s1", "purchase", "t/elsewhere", nil), authority.OutOfScope)
+		ReplayEqualsState(t, l)
+	})
+}
+
+// ReplayEqualsState replays the whole log from scratch with the
+// authority engine and requires the stored state to equal the replay's,
+// record for record.
+func ReplayEqualsState(t *testing.T, l *ledger.Ledger) {
+	t.Helper()
+	replayed := authority.MemStore{}
+	eng := authority.New(replayed)
+	for i := range l.Head().Size {
+		leaf, err := l.LeafBytes(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Replay(i, leaf); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		eng.Dirty(func(k string, v []byte) { replayed[k] = v })
+		eng.Committed()
+	}
+	stored, err := l.StateRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != len(replayed) {
+		t.Errorf("stored state has %d records, the replay %d", len(stored), len(replayed))
+	}
+	for k, v := range replayed {
+		if !bytes.Equal(stored[k], v) {
+			t.Fatalf("state record %q: stored %s, replay %s", k, stored[k], v)
+		}
+	}
+}
