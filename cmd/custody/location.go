@@ -225,4 +225,3 @@ func openLedger(c *cli.Command) (*ledger.Ledger, error) {
 	}
 	return openLedgerAt(loc)
 }
-
