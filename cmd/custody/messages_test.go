@@ -59,3 +59,32 @@ func TestJSONErrors(t *testing.T) {
 		t.Errorf("error without --json printed %q on stdout", r.stdout)
 	}
 }
+
+// TestChecksBeforeSigning: a bad enum value is a usage error, and a ttl
+// above the log's max_ttl_seconds is refused before signing, so that no
+// DENIAL is logged for a typo.
+func TestChecksBeforeSigning(t *testing.T) {
+	e := newLedgerEnv(t)
+	alice := e.key("user:alice")
+	e.run(0, "principal", "enroll", "--admin-key", e.keys["admin"], "--name", "user:alice", "--public-key", alice)
+	size := mustCheckpointSize(t, e)
+	grant := []string{"confirm", "--key", alice, "--grantee", "agent:planner", "--grantee-key", e.key("agent:planner"),
+		"--workflow", "wf_1", "--target", "t/1", "--capability", "buy"}
+	r := e.run(2, append(grant, "--ttl", "15m", "--risk", "extreme")...)
+	if !strings.Contains(r.stderr, `--risk "extreme": want low, medium, high`) {
+		t.Errorf("--risk extreme: %s", r.stderr)
+	}
+	r = e.run(2, append(grant, "--ttl", "800h")...)
+	if !strings.Contains(r.stderr, "max_ttl_seconds 2592000") || !strings.Contains(r.stderr, "nothing was signed") {
+		t.Errorf("--ttl 800h: %s", r.stderr)
+	}
+	e.run(2, "stop", "--key", alice, "--workflow", "wf_1", "--scope", "everything", "--reason", "x")
+	e.run(2, "stop", "--key", alice, "--workflow", "wf_1", "--scope", "chain", "--takeover", "robot", "--reason", "x")
+	if n := mustCheckpointSize(t, e); n != size {
+		t.Errorf("the log grew from %d to %d entries: a typo was logged", size, n)
+	}
+	e.run(0, append(grant, "--ttl", "720h")...)
+	if r := custody(t, "", "confirm", "--help"); !strings.Contains(r.stdout, "(default: true;") {
+		t.Errorf("confirm --help does not show --revocable's default:\n%s", r.stdout)
+	}
+}
