@@ -140,6 +140,8 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		r := *existing
 		r.Retired, r.RetiredAt = true, statement.FormatLoggedAt(c.at)
 		put(c.e.st, prefKey+kid, &r)
+	case statement.OpLogKey:
+		c.rotateLogKey(p, kid, existing) // trustkeys.go
 	}
 }
 

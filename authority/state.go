@@ -56,7 +56,7 @@ type KeyRec struct {
 	Name      string `json:"name"`
 	PublicKey string `json:"public_key"` // base64 raw
 	LastSeq   uint64 `json:"last_seq"`
-	Retired   bool   `json:"retired,omitempty"`    // principals only
+	Retired   bool   `json:"retired,omitempty"`    // principals, and DENIAL keys rotated out
 	RetiredAt string `json:"retired_at,omitempty"` // logged_at of the retirement
 }
 

@@ -32,6 +32,11 @@ type AppendResult struct {
 	// and its fsyncs): what the pipeline's batching made of the load.
 	MeanBatch float64 `json:"mean_batch"`
 	CommitMs  float64 `json:"commit_ms"`
+	// PendingP50Ms and PendingP99Ms are the latency of the accepted
+	// pending receipts alone (HTTP runs): the answer a runtime waits for
+	// before it acts.
+	PendingP50Ms float64 `json:"pending_p50_ms,omitempty"`
+	PendingP99Ms float64 `json:"pending_p99_ms,omitempty"`
 }
 
 // withCommits fills in r's batching figures from the ledger's counters

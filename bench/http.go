@@ -54,6 +54,7 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 	var errOnce sync.Once
 	var firstErr error
 	lat := make([][]time.Duration, len(ab.chains))
+	pend := make([][]time.Duration, len(ab.chains)) // accepted pending receipts
 	total := ab.total()
 	s0 := ab.w.l.Stats()
 	cpu0 := cpuTime()
@@ -68,13 +69,17 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 				return
 			}
 			defer conn.Close()
-			post := func(env []byte) error {
+			post := func(env []byte, pending bool) error {
 				t0 := time.Now()
 				status, body, err := conn.post(env)
 				if err != nil {
 					return err
 				}
-				lat[ci] = append(lat[ci], time.Since(t0))
+				d := time.Since(t0)
+				lat[ci] = append(lat[ci], d)
+				if pending && status == http.StatusOK {
+					pend[ci] = append(pend[ci], d)
+				}
 				switch status {
 				case http.StatusOK:
 					acc.Add(1)
@@ -88,19 +93,20 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 			r := 0
 			for i, env := range c.envs {
 				if i%19 == 18 && r < len(c.rogue) {
-					if err := post(c.rogue[r]); err != nil {
+					if err := post(c.rogue[r], false); err != nil {
 						errOnce.Do(func() { firstErr = err })
 						return
 					}
 					r++
 				}
-				if err := post(env); err != nil {
+				// envs alternate pending receipts and their outcomes.
+				if err := post(env, i%2 == 0); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
 				}
 			}
 			for ; r < len(c.rogue); r++ {
-				if err := post(c.rogue[r]); err != nil {
+				if err := post(c.rogue[r], false); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
 				}
@@ -120,8 +126,14 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 		all = append(all, l...)
 	}
 	p50, p99 := percentiles(all)
+	var pall []time.Duration
+	for _, l := range pend {
+		pall = append(pall, l...)
+	}
+	pp50, pp99 := percentiles(pall)
 	r := AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: len(ab.chains),
-		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}
+		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total),
+		PendingP50Ms: pp50, PendingP99Ms: pp99}
 	r.withCommits(s0, ab.w.l.Stats())
 	return r, nil
 }

@@ -108,7 +108,7 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 		// there is nothing to check it against.
 		return nil, unverified("the server logged a decision for an envelope that does not parse (%v)", perr)
 	}
-	r, err := c.verifyAnswer(&doc, own, resp.StatusCode)
+	r, err := c.verifyAnswer(ctx, &doc, own, resp.StatusCode)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 // verifyAnswer checks an append answer: the checkpoint is signed by the
 // log key, the leaf is included at Index under it, and the leaf holds the
 // submitted envelope (accepted) or a log-signed DENIAL of it (denied).
-func (c *Client) verifyAnswer(doc *api.AppendResponse, own *sign.Parsed, status int) (*Receipt, error) {
+func (c *Client) verifyAnswer(ctx context.Context, doc *api.AppendResponse, own *sign.Parsed, status int) (*Receipt, error) {
 	switch {
 	case doc.Verdict == api.Accepted && status == http.StatusOK:
 	case doc.Verdict == api.Denied && status == http.StatusForbidden:
@@ -173,7 +173,9 @@ func (c *Client) verifyAnswer(doc *api.AppendResponse, own *sign.Parsed, status 
 		return nil, unverified("leaf %d is a %s, not a DENIAL", doc.Index, env.PayloadType)
 	}
 	if err := c.verifyLogSigned(env); err != nil {
-		return nil, unverified("DENIAL %d is not signed by the log key: %v", doc.Index, err)
+		if err := c.verifyDenialKey(ctx, doc); err != nil { // denialkey.go
+			return nil, unverified("DENIAL %d is not signed by the log key: %v", doc.Index, err)
+		}
 	}
 	st, err := statement.Parse(statement.Denial, env.Payload)
 	if err != nil {

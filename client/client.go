@@ -28,9 +28,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/custodylog/custody/merkle"
@@ -52,6 +54,12 @@ type Options struct {
 	// MaxRetryWait caps the wait between retries (default 2s), whatever
 	// Retry-After says.
 	MaxRetryWait time.Duration
+	// FailoverWait is how long, with several server URLs, an append keeps
+	// trying them (following a not_leader answer's leader, or going round
+	// the list after a 503 or a transport failure) before it gives up
+	// (default 15s, a few lease lifetimes; negative: no more than
+	// Retries).
+	FailoverWait time.Duration
 	// Policy, when set, is a witness policy every accepted pending RECEIPT
 	// must stand under: the answer's checkpoint must carry valid
 	// cosignatures of its quorum (a server in witness finality mode sends
@@ -66,7 +74,8 @@ type Options struct {
 // Client is a verified connection to one log. It is safe for concurrent
 // use.
 type Client struct {
-	base   string // without a trailing slash
+	bases  []string     // the servers, without trailing slashes
+	cur    atomic.Int32 // the one tried first
 	vkey   string
 	origin string
 	keys   *merkle.KeySet
@@ -82,6 +91,12 @@ type Client struct {
 // verifierKey (custody checkpoint --key): one key, or after a checkpoint
 // key rotation the log's key set, one key a line. Get it out of band: it
 // is what every answer is checked against.
+//
+// baseURL may list several servers of one log, separated by commas
+// (http://a:8080,http://b:8080,http://c:8080): the client then sends
+// appends to the one that sequences the log, follows it through a
+// failover, and reads from any. Every answer is verified the same way
+// whichever server gave it.
 func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	var o Options
 	if opts != nil {
@@ -98,20 +113,63 @@ func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	if o.MaxRetryWait <= 0 {
 		o.MaxRetryWait = 2 * time.Second
 	}
+	if o.FailoverWait == 0 {
+		o.FailoverWait = 15 * time.Second
+	}
 	if o.WitnessWait <= 0 {
 		o.WitnessWait = 10 * time.Second
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: ledger URL %q: want http://host:port or https://host", baseURL)
+	bases, err := parseBases(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	ks, err := merkle.ParseKeySet(verifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("client: checkpoint verifier key: %v", err)
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), vkey: ks.String(), origin: ks.Origin(), keys: ks,
+	return &Client{bases: bases, vkey: ks.String(), origin: ks.Origin(), keys: ks,
 		hc: o.HTTPClient, opts: o, cps: map[string]merkle.Checkpoint{}}, nil
 }
+
+// parseBases splits a comma-separated list of server URLs.
+func parseBases(list string) ([]string, error) {
+	var out []string
+	for _, b := range strings.Split(list, ",") {
+		b = strings.TrimSpace(b)
+		u, err := url.Parse(b)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("client: ledger URL %q: want http://host:port or https://host (several: separated by commas)", b)
+		}
+		out = append(out, strings.TrimRight(b, "/"))
+	}
+	return out, nil
+}
+
+// base is the server tried first.
+func (c *Client) base() string { return c.bases[int(c.cur.Load())%len(c.bases)] }
+
+// next moves on from server i (after a failure there), unless another
+// request moved on already.
+func (c *Client) next(i int) {
+	c.cur.CompareAndSwap(int32(i), int32((i+1)%len(c.bases)))
+}
+
+// follow makes the server at leader (a URL a not_leader answer named)
+// the first tried, if it is one of the client's; it reports whether it
+// is.
+func (c *Client) follow(leader string) bool {
+	leader = strings.TrimRight(leader, "/")
+	for i, b := range c.bases {
+		if b == leader {
+			c.cur.Store(int32(i))
+			return true
+		}
+	}
+	return false
+}
+
+// Servers are the servers the client uses.
+func (c *Client) Servers() []string { return slices.Clone(c.bases) }
 
 // Discover fetches the log's description, verifier key included, from
 // the server itself: trust on first use. Prefer a key you got out of band.
@@ -119,7 +177,11 @@ func Discover(ctx context.Context, baseURL string, hc *http.Client) (*api.Log, e
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+	bases, err := parseBases(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{bases: bases, hc: hc}
 	var out api.Log
 	if err := c.getJSON(ctx, api.PathLog, &out); err != nil {
 		return nil, err
@@ -133,8 +195,8 @@ func (c *Client) Origin() string { return c.origin }
 // VerifierKey is the checkpoint verifier key answers are checked against.
 func (c *Client) VerifierKey() string { return c.vkey }
 
-// URL is the server's base URL.
-func (c *Client) URL() string { return c.base }
+// URL is the base URL of the server tried first.
+func (c *Client) URL() string { return c.base() }
 
 // HTTPError is an answer that is neither a decision nor a refusal: the
 // server is overloaded, shutting down, failed, or the thing asked for does
@@ -144,6 +206,9 @@ type HTTPError struct {
 	ReasonCode string
 	Reason     string
 	RetryAfter time.Duration // from Retry-After, if any
+	// Leader is, on a not_leader answer, the URL of the server that
+	// sequences the log, if the server knew it.
+	Leader string
 }
 
 func (e *HTTPError) Error() string {
@@ -175,7 +240,7 @@ func httpError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var doc api.Error
 	if json.Unmarshal(body, &doc) == nil {
-		e.ReasonCode, e.Reason = doc.ReasonCode, doc.Reason
+		e.ReasonCode, e.Reason, e.Leader = doc.ReasonCode, doc.Reason, doc.Leader
 	} else {
 		e.Reason = strings.TrimSpace(string(body))
 	}
@@ -188,15 +253,31 @@ func httpError(resp *http.Response) error {
 }
 
 // get fetches path and returns the body of a 200 answer (at most limit
-// bytes).
+// bytes). With several servers, a transport failure or a 503 moves on to
+// the next one, once round the list.
 func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("ledger server: %w", err)
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		i := int(c.cur.Load()) % len(c.bases)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.bases[i]+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err = c.hc.Do(req)
+		last := attempt+1 >= len(c.bases) || ctx.Err() != nil
+		if err != nil {
+			if last {
+				return nil, fmt.Errorf("ledger server: %w", err)
+			}
+			c.next(i)
+			continue
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable && !last {
+			resp.Body.Close()
+			c.next(i)
+			continue
+		}
+		break
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -229,28 +310,51 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 }
 
 // post sends body and returns the answer, retrying 503s and transport
-// failures as Options.Retries says.
+// failures as Options.Retries says, and, with several servers, following
+// the sequencer through a failover for up to Options.FailoverWait.
+// Resending is safe: the ledger answers a byte-identical submission with
+// its first decision, whichever server sequences it.
 func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+		i := int(c.cur.Load()) % len(c.bases)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.bases[i]+path, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.hc.Do(req)
+		// With several servers, keep going through a failover.
+		more := attempt < c.opts.Retries ||
+			(len(c.bases) > 1 && c.opts.FailoverWait > 0 && time.Since(start) < c.opts.FailoverWait)
 		var wait time.Duration
 		switch {
 		case err != nil:
-			if ctx.Err() != nil || attempt >= c.opts.Retries {
+			if ctx.Err() != nil || !more {
 				return nil, fmt.Errorf("ledger server: %w", err)
 			}
-			wait = 50 * time.Millisecond << attempt
-		case resp.StatusCode == http.StatusServiceUnavailable && attempt < c.opts.Retries:
+			c.next(i)
+			wait = min(50*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
+			if len(c.bases) > 1 && attempt%len(c.bases) != len(c.bases)-1 {
+				wait = 0 // try the next server at once, pause after a round
+			}
+		case resp.StatusCode == http.StatusServiceUnavailable && more:
 			he := httpError(resp).(*HTTPError)
 			resp.Body.Close()
-			wait = max(he.RetryAfter, 50*time.Millisecond<<attempt)
+			wait = max(he.RetryAfter, 50*time.Millisecond<<min(attempt, 6))
+			if len(c.bases) > 1 {
+				if he.ReasonCode == api.CodeNotLeader && he.Leader != "" && he.Leader != c.bases[i] && c.follow(he.Leader) {
+					wait = 0 // the sequencer is named: go there now
+				} else {
+					c.next(i)
+					wait = min(wait, 200*time.Millisecond)
+				}
+			}
 		default:
 			return resp, nil
+		}
+		if wait == 0 {
+			continue
 		}
 		t := time.NewTimer(min(wait, c.opts.MaxRetryWait))
 		select {

@@ -40,7 +40,7 @@ var IdleTimeout = 45 * time.Second
 // nothing and repeats nothing.
 func (c *Client) Events(ctx context.Context, workflow string, after uint64) (*Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+api.PathWorkflows+url.PathEscape(workflow)+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base()+api.PathWorkflows+url.PathEscape(workflow)+"/events", nil)
 	if err != nil {
 		cancel()
 		return nil, err

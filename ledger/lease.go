@@ -163,8 +163,16 @@ func (l *Ledger) stepDown(reason string) {
 	if l.lead.epoch.Swap(0) != 0 {
 		l.lead.stepDowns.Add(1)
 		l.lead.mu.Lock()
-		l.lead.last.Mine = false
+		l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
 		l.lead.mu.Unlock()
+		// Learn who leads now, so that refusals can name it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if ls, err := l.lead.leaser.Lease(ctx); err == nil {
+			l.lead.mu.Lock()
+			l.lead.last = ls
+			l.lead.mu.Unlock()
+		}
+		cancel()
 		l.roleChanged()
 	}
 	_ = reason
@@ -306,4 +314,36 @@ func (l *Ledger) takeLead() error {
 	}
 	l.lead.seqEpoch = ep
 	return nil
+}
+
+// LeadingChanges sends whether this server sequences the log now, then
+// each change of role, until ctx ends (then it closes the channel). A
+// slow reader misses intermediate changes, never the latest.
+func (l *Ledger) LeadingChanges(ctx context.Context) <-chan bool {
+	out := make(chan bool, 1)
+	go func() {
+		defer close(out)
+		last := -1
+		for {
+			lead, changed := l.Leading()
+			if v := map[bool]int{false: 0, true: 1}[lead]; v != last {
+				select {
+				case <-out: // drop an unread, older value
+				default:
+				}
+				out <- lead
+				last = v
+			}
+			if changed == nil {
+				<-ctx.Done()
+				return
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -130,7 +130,11 @@ type config struct {
 	// largest tree size it signed: verifiers keep them, bounded, so old
 	// checkpoints still verify.
 	RetiredKeys []retiredKey `json:"retired_checkpoint_keys,omitempty"`
-	Created     string       `json:"created,omitempty"`
+	// DenialKeys are the key files that sign DENIALs after the log key,
+	// in the order they were added (denialkey.go): the one the trust chain
+	// names signs; the others stay listed for good.
+	DenialKeys []string `json:"denial_keys,omitempty"`
+	Created    string   `json:"created,omitempty"`
 }
 
 type retiredKey struct {
@@ -148,6 +152,7 @@ type keyring struct {
 	log        ed25519.PrivateKey   // GENESIS's log key: DENIALs
 	checkpoint []ed25519.PrivateKey // every checkpoint, in order
 	retired    []retiredKey
+	denial     map[string]ed25519.PrivateKey // key id -> key: the log key and every DENIAL key
 }
 
 const configName = "custody.json"
@@ -328,6 +333,9 @@ func (cfg *config) keyring(st storage.Store, passphrase func() ([]byte, error)) 
 		kr.checkpoint = []ed25519.PrivateKey{kr.log}
 	}
 	kr.retired = cfg.RetiredKeys
+	if err := cfg.denialKeyring(st, passphrase, &kr); err != nil {
+		return kr, err
+	}
 	return kr, nil
 }
 
@@ -376,7 +384,10 @@ func (l *Ledger) load() error {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}
 	l.engine = authority.New(recordStore{l.store})
-	return l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0)
+	if err := l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
+		return err
+	}
+	return l.checkDenialKey()
 }
 
 // loadHead reads the committed head and prepares the builder (and, if

@@ -245,6 +245,10 @@ func (l *Ledger) check(req *request) {
 		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
 		return
 	}
+	if r := l.foreignDenialKey(env); r != nil { // denialkey.go
+		req.refusal = r
+		return
+	}
 	pub := l.publicKey(env.KeyID)
 	if pub == nil {
 		// An unknown key may be bound by an earlier entry of the same
@@ -665,7 +669,11 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 		if err != nil {
 			return nil, nil, fmt.Errorf("building DENIAL %d: %w", index, err)
 		}
-		e, err := sign.Sign(l.kr.log, statement.Denial.Lower(), payload)
+		key := l.denialKey()
+		if key == nil {
+			return nil, nil, fmt.Errorf("DENIAL %d: the ledger holds no private key for the DENIAL key %s", index, l.engine.DenialKeyID())
+		}
+		e, err := sign.Sign(key, statement.Denial.Lower(), payload)
 		if err != nil {
 			return nil, nil, fmt.Errorf("signing DENIAL %d: %w", index, err)
 		}
@@ -705,7 +713,7 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
-		ok, err := l.committed(b)
+		ok, err := l.settleAndCheck(b)
 		if err == nil {
 			if ok {
 				return nil
@@ -727,6 +735,20 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 // store to answer before its submissions get an error (which, like any
 // error, promises nothing either way).
 const unknownPatience = 30 * time.Second
+
+// settleAndCheck waits out the transaction of unknown outcome, on a
+// store that can (storage.Settler), and reports whether b committed.
+func (l *Ledger) settleAndCheck(b *storage.Batch) (bool, error) {
+	if st, ok := l.store.(storage.Settler); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := st.SettleUnknown(ctx)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+	}
+	return l.committed(b)
+}
 
 // committed reports whether the store holds batch b: a head at least as
 // large, and b's leaves at their indexes.

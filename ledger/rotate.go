@@ -38,7 +38,8 @@ import (
 
 // oneKey is the keyring of a log that signs checkpoints with its log key.
 func oneKey(k ed25519.PrivateKey) keyring {
-	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k}}
+	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k},
+		denial: map[string]ed25519.PrivateKey{sign.KeyID(k.Public().(ed25519.PublicKey)): k}}
 }
 
 // loadKeys prepares the checkpoint signers and the key set verifiers need.
@@ -87,6 +88,9 @@ func (l *Ledger) loadKeys() error {
 	l.ownKeys = map[string]bool{sign.KeyID(l.kr.log.Public().(ed25519.PublicKey)): true}
 	for _, pub := range ks.PublicKeys() {
 		l.ownKeys[sign.KeyID(pub)] = true
+	}
+	for id := range l.kr.denial { // every DENIAL key, current, retired or about to sign
+		l.ownKeys[id] = true
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/storage"
 )
 
 // postEntry submits one envelope and answers once the decision is durable
@@ -72,6 +73,27 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ledger.ErrClosed):
 		s.m.appends.WithLabelValues("unavailable").Inc()
 		s.unavailable(w, api.CodeUnavailable, "the ledger is closed")
+		return
+	case errors.Is(err, ledger.ErrNotLeader):
+		s.m.appends.WithLabelValues("not_leader").Inc()
+		var nl *ledger.NotLeaderError
+		leader := ""
+		if errors.As(err, &nl) {
+			leader = nl.Leader
+		}
+		if leader != "" {
+			w.Header().Set(api.HeaderLeader, leader)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+		writeJSON(w, http.StatusServiceUnavailable, api.Error{ReasonCode: api.CodeNotLeader,
+			Reason: "nothing was acknowledged: " + err.Error(), Leader: leader})
+		return
+	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown):
+		// The database is away, or another server took over: fail closed.
+		// Sending the same bytes again is safe (they are deduplicated).
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.log.Warn("append not acknowledged", "err", err)
+		s.unavailable(w, api.CodeUnavailable, "nothing was acknowledged: "+err.Error())
 		return
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		// The caller went away; it gets no acknowledgement.

@@ -38,6 +38,21 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_tree_size", Help: "Entries under the latest checkpoint."},
 			func() float64 { return float64(s.l.Head().Size) }),
 		&ledgerCollector{l: s.l},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_lease_epoch", Help: "The sequencer lease's epoch as this server last saw it (0 on a data folder)."},
+			func() float64 { return float64(s.l.Role().Epoch) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_lease_leader", Help: "1 while this server sequences the log, 0 otherwise."},
+			func() float64 {
+				if s.l.Role().Leader {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_takeovers_total", Help: "Times this server took the sequencer lease."},
+			func() float64 { return float64(s.l.Role().Takeovers) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_stepdowns_total", Help: "Times this server lost the sequencer lease (fenced, taken over, or not renewed in time)."},
+			func() float64 { return float64(s.l.Role().StepDowns) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_lease_failovers", Help: "Takeovers of the log from another server, as the database counts them (all servers)."},
+			func() float64 { return float64(s.l.Role().Failovers) }),
 	)
 	return m
 }

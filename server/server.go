@@ -25,6 +25,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -235,7 +236,20 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the log has no GENESIS")
 		return
 	}
-	writeText(w, "ready\n")
+	// Every server of a log is ready for reads; the lines after the
+	// first say which one sequences it.
+	role := s.l.Role()
+	switch {
+	case !role.Shared:
+		writeText(w, "ready\nrole leader (the only server of its data folder)\n")
+	case role.Leader:
+		writeText(w, fmt.Sprintf("ready\nrole leader\nepoch %d\nleader %s\n", role.Epoch, role.LeaderURL))
+	case role.LeaderURL != "":
+		w.Header().Set(api.HeaderLeader, role.LeaderURL)
+		writeText(w, fmt.Sprintf("ready\nrole follower\nepoch %d\nleader %s\n", role.Epoch, role.LeaderURL))
+	default:
+		writeText(w, fmt.Sprintf("ready\nrole follower\nepoch %d\nleader none (the lease is free; a server takes it within its lease time)\n", role.Epoch))
+	}
 }
 
 // writeJSON writes v with the status.

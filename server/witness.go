@@ -171,3 +171,12 @@ func (s *Server) unwitnessed(w http.ResponseWriter, start time.Time, res *ledger
 	s.unavailable(w, api.CodeUnwitnessed, fmt.Sprintf("entry %d is logged, but no checkpoint that includes it met the witness quorum (%s) within %s: "+
 		"the step must not run yet; send the same submission again to get its decision once witnessed", res.Index, s.cos.Policy(), s.opts.WitnessTimeout))
 }
+
+// WitnessStats returns the witness client's counters (zero without a
+// witness policy).
+func (s *Server) WitnessStats() cosign.Stats {
+	if s.cos == nil {
+		return cosign.Stats{}
+	}
+	return s.cos.Stats()
+}

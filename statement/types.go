@@ -66,6 +66,10 @@ func (g *GenesisDoc) Params() (maxDepth, clockSkew, maxTTL int64) {
 const (
 	OpEnroll = "enroll"
 	OpRetire = "retire"
+	// OpLogKey rotates the key that signs the log's DENIALs (DESIGN §1):
+	// name is the log's origin, public_key the new key. From the entry on,
+	// only the new key signs DENIALs; the old one is retired for good.
+	OpLogKey = "log_key"
 )
 
 // PrincipalDoc enrolls or retires a person's or organisation's key.

@@ -219,7 +219,7 @@ func (d *PrincipalDoc) validate() error {
 	c := &v{}
 	c.header(&d.Header)
 	c.ident("principal_id", d.PrincipalID)
-	c.oneOf("op", d.Op, OpEnroll, OpRetire)
+	c.oneOf("op", d.Op, OpEnroll, OpRetire, OpLogKey)
 	c.ident("name", d.Name)
 	c.pubkey("public_key", d.PublicKey)
 	return c.err

@@ -169,3 +169,11 @@ type Lease struct {
 	// holder.
 	Failovers uint64
 }
+
+// Settler is implemented by a store that can wait out a transaction whose
+// commit outcome is unknown: SettleUnknown returns once that transaction
+// has ended on the server (committed or rolled back, ending it if need
+// be), so that a read of the head that follows tells which.
+type Settler interface {
+	SettleUnknown(ctx context.Context) error
+}

@@ -27,7 +27,7 @@ Example:
 
    custody key generate --out alice.key --name user:alice
    custody key public alice.key`,
-		Commands: []*cli.Command{keyGenerateCommand(), keyPublicCommand(), keyRotateLogCommand()},
+		Commands: []*cli.Command{keyGenerateCommand(), keyPublicCommand(), keyRotateLogCommand(), keyRotateDenialCommand()},
 	}
 }
 

@@ -206,10 +206,16 @@ func logKeyArg(c *cli.Command) (value, from string) {
 // log key may be passphrase-protected; the passphrase comes from
 // $CUSTODY_PASSPHRASE or the terminal.
 func openLedgerAt(loc location) (*ledger.Ledger, error) {
+	return openLedgerAtWith(loc, ledger.Options{})
+}
+
+// openLedgerAtWith is openLedgerAt with options.
+func openLedgerAtWith(loc location, o ledger.Options) (*ledger.Ledger, error) {
 	if loc.kind != locDir && loc.kind != locStore {
 		return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
 	}
-	l, err := ledger.Open(loc.value, ledger.Options{Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+	o.Passphrase = sign.Passphrase("passphrase for the log key of " + loc.value + ": ")
+	l, err := ledger.Open(loc.value, o)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
 	}
@@ -224,4 +230,13 @@ func openLedger(c *cli.Command) (*ledger.Ledger, error) {
 		return nil, err
 	}
 	return openLedgerAt(loc)
+}
+
+// openLedgerWith is openLedger with options.
+func openLedgerWith(c *cli.Command, o ledger.Options) (*ledger.Ledger, error) {
+	loc, err := resolveLocation(c)
+	if err != nil {
+		return nil, err
+	}
+	return openLedgerAtWith(loc, o)
 }

@@ -45,6 +45,7 @@ var wantLocations = map[string][]locKind{
 	"replay":            {locDir, locStore, locLedger, locBundle},
 	"serve":             {locDir, locStore},
 	"key rotate-log":    {locDir, locStore},
+	"key rotate-denial": {locDir, locStore},
 	"watch":             {locLedger},
 	"bench serve":       {locLedger},
 }

@@ -12,6 +12,9 @@
 //	2  usage (bad flags or arguments)
 //	3  denied (an authority rule said no, or the ledger refused a submission)
 //	4  verification failed
+//	5  unavailable: the server or database could not decide now (a 503, a
+//	   server that does not sequence the log, a database that is away);
+//	   nothing was acknowledged, so try again or try another server
 package main
 
 import (
@@ -19,20 +22,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/storage"
 )
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitError  = 1
-	exitUsage  = 2
-	exitDenied = 3
-	exitVerify = 4 // for custody verify
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitDenied      = 3
+	exitVerify      = 4 // for custody verify
+	exitUnavailable = 5
 )
 
 // exitErr is an error that carries the process exit code it maps to.
@@ -90,6 +99,8 @@ func runApp(ctx context.Context, app *cli.Command, args []string) int {
 		code, quiet = ee.code, ee.quiet
 	case errors.As(err, &coder):
 		code = coder.ExitCode()
+	case unavailable(err):
+		code = exitUnavailable
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))
@@ -310,4 +321,16 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
+}
+
+// unavailable reports whether err says the log could not decide now: a
+// 503 from a server, a server or ledger that does not sequence the log,
+// or a database that is away.
+func unavailable(err error) bool {
+	var he *client.HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
+		return true
+	}
+	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
+		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
 }

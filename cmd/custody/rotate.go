@@ -36,9 +36,10 @@ func keyRotateLogCommand() *cli.Command {
    ('custody verify consistency'), and any other checkpoint (larger, or a
    different history) is refused, whoever holds the key.
 
-GENESIS binds the log key for ever, and it keeps signing DENIALs: keep its
-file as before. Verifiers give the key set file to --log-key wherever they
-gave the single key.
+GENESIS binds the log key for ever, and it keeps signing DENIALs until the
+admin rotates that key too ('custody key rotate-denial'): keep its file
+until then. Verifiers give the key set file to --log-key wherever they gave
+the single key.
 
 Example:
 
@@ -155,7 +156,7 @@ func printRotation(c *cli.Command, dir string, r *ledger.Rotation) error {
 		fmt.Fprintf(w, "checkpoint key rotation of %s finished at size %d\n", r.Origin, r.Size)
 		fmt.Fprintf(w, "signing now  %s\n", strings.Join(r.Signing, "\n             "))
 		for _, k := range r.Retired {
-			fmt.Fprintf(w, "retired      %s (verifies checkpoints up to size %d)\n", k, r.Size)
+			fmt.Fprintf(w, "retired      %s (vouches for the head of size %d it was retired at)\n", k, r.Size)
 		}
 	} else {
 		fmt.Fprintf(w, "checkpoint key rotation of %s started at size %d\n", r.Origin, r.Size)
@@ -168,6 +169,6 @@ func printRotation(c *cli.Command, dir string, r *ledger.Rotation) error {
 	if !finished {
 		fmt.Fprintf(w, "   custody key rotate-log --dir %s --finish      # once verifiers hold it\n", dir)
 	}
-	fmt.Fprintln(w, "\nthe log key bound in GENESIS keeps signing DENIALs: keep its file as before.")
+	fmt.Fprintln(w, "\nthe key that signs DENIALs does not change here; rotate it with custody key rotate-denial.")
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/verifycli"
+	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/witness/cosign"
 )
@@ -83,6 +84,8 @@ Example:
 			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's PEM private key file", TakesFile: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (structured logs on standard error)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long shutdown waits for appends in flight"},
+			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
+			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
 			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
 				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
@@ -118,21 +121,44 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
+			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
+				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
+			}
 			opts := server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log}
 			if err := witnessOptions(c, &opts); err != nil {
 				return err
 			}
-			l, err := openLedger(c)
-			if err != nil {
-				return err
-			}
 			ln, err := net.Listen("tcp", c.String("addr"))
 			if err != nil {
-				l.Close()
 				return fmt.Errorf("serve: %w", err)
+			}
+			advertise := c.String("advertise")
+			if advertise == "" {
+				scheme := "http"
+				if c.String("tls-cert") != "" {
+					scheme = "https"
+				}
+				advertise = scheme + "://" + ln.Addr().String()
+			}
+			l, err := openLedgerWith(c, ledger.Options{Advertise: advertise, LeaseTTL: c.Duration("lease-ttl")})
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			if r := l.Role(); r.Shared {
+				role := "follower"
+				if r.Leader {
+					role = "leader"
+				}
+				log.Info("serving a shared log", "store", l.Dir(), "role", role, "epoch", r.Epoch, "leader", r.LeaderURL, "advertise", advertise)
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if l.Role().Shared {
+				// Only the server that sequences the log talks to
+				// witnesses.
+				opts.Leading = l.LeadingChanges(ctx)
+			}
 			srv := server.New(l, opts)
 			err = srv.Serve(ctx, ln, server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 				ShutdownTimeout: c.Duration("shutdown-timeout")})

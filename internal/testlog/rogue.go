@@ -50,7 +50,8 @@ type Rogue struct {
 	trustHead uint64
 	wfLeaves  map[string][]uint64        // workflow -> its chain, in order
 	members   map[string]map[string]bool // workflow -> key ids that hold or issued a grant in it
-	logSeq    uint64                     // the log key's last DENIAL seq
+	logSeq    uint64                     // the DENIAL key's last DENIAL seq
+	denialKey *Actor                     // the DENIAL key after a rotation (nil: LogKey)
 	lastAt    time.Time
 }
 

@@ -23,6 +23,28 @@ type Forgery struct {
 	// the DENIAL claims (0: none).
 	Omit         bool
 	EnvelopeSize int64
+	// SignWith, when not nil, signs the DENIAL instead of the log's DENIAL
+	// key (a retired one, say).
+	SignWith *Actor
+}
+
+// DenialKey is the key that signs the Rogue's DENIALs now.
+func (r *Rogue) DenialKey() *Actor {
+	if r.denialKey != nil {
+		return r.denialKey
+	}
+	return r.LogKey
+}
+
+// RotateDenialKey appends the admin's PRINCIPAL statement of op log_key
+// naming k (DESIGN §1); the Rogue's DENIALs are signed by k from then on.
+func (r *Rogue) RotateDenialKey(id string, k *Actor) uint64 {
+	r.TB.Helper()
+	st := &statement.PrincipalDoc{Header: r.Author.Header(r.Admin, statement.Principal), PrincipalID: id,
+		Op: statement.OpLogKey, Name: r.Origin, PublicKey: k.PublicKey()}
+	i := r.Accept(r.Admin, st)
+	r.denialKey, r.logSeq = k, 0
+	return i
 }
 
 // DenyForged appends a DENIAL of env, signed by the log key, with the
@@ -65,7 +87,11 @@ func (r *Rogue) DenyForged(env sign.Envelope, code authority.Code, reason string
 	if err != nil {
 		r.TB.Fatalf("DENIAL %d: %v", index, err)
 	}
-	denv, err := sign.Sign(r.LogKey.Priv, statement.Denial.Lower(), payload)
+	signer := r.DenialKey()
+	if f.SignWith != nil {
+		signer = f.SignWith
+	}
+	denv, err := sign.Sign(signer.Priv, statement.Denial.Lower(), payload)
 	if err != nil {
 		r.TB.Fatal(err)
 	}

@@ -199,5 +199,19 @@ func RogueKeyCases() []RogueCase {
 			_, forged, keys := RetiredKeyPast(tb)
 			return Forged{R: forged, Bad: forged.Size() - 1, NoEntry: true, Keys: keys}
 		},
+	}, {
+		Name:    "denial-key-retired-signs",
+		Attack:  "after the admin rotated the DENIAL key (PRINCIPAL op log_key), the retired key, still on a host, signs a DENIAL of a receipt the booker never had refused",
+		Defence: "from the rotation's entry on only the new key signs DENIALs; the old one is retired for good (DESIGN §1), which the trust chain in every bundle shows",
+		Verify:  "not the log key", Audit: "not the log key",
+		Build: func(tb testing.TB) Forged {
+			r, s := standardRogue(tb)
+			old := r.DenialKey()
+			r.RotateDenialKey("log_key_2", NewActorSeed(Origin, "the DENIAL key after the rotation"))
+			env := r.SignAccept(s.Booker, r.Author.Pending(s.Booker, "r3", "d3", "step_2", "purchase", StdTarget,
+				map[string]int64{"budget_usd": 10, "max_side_effects": 0}))
+			s.Booker.Seq--
+			return Forged{R: r, Bad: r.DenyForged(env, authority.WorkflowStopped, "RECEIPT r3: stopped", Forgery{SignWith: old})}
+		},
 	}}
 }

@@ -81,12 +81,20 @@ type AppendResponse struct {
 type Error struct {
 	ReasonCode string `json:"reason_code"`
 	Reason     string `json:"reason"`
+	// Leader is, on a not_leader answer, the URL of the server that
+	// sequences the log (also in the Custody-Leader header), if known.
+	Leader string `json:"leader,omitempty"`
 }
+
+// HeaderLeader names the header in which a server that does not
+// sequence the log gives the URL of the one that does.
+const HeaderLeader = "Custody-Leader"
 
 // Reason codes the server adds to the ledger's (authority.Code).
 const (
 	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
-	CodeUnavailable = "unavailable"  // 503: shutting down or the ledger is closed
+	CodeUnavailable = "unavailable"  // 503: shutting down, the ledger is closed, or its database is away; nothing was acknowledged
+	CodeNotLeader   = "not_leader"   // 503: this server does not sequence the log; send appends to Leader
 	CodeNotFound    = "not_found"    // 404
 	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
 	CodeInternal    = "internal"     // 500: storage failure; nothing was acknowledged

@@ -105,6 +105,29 @@ func StartRotated(t testing.TB, opts server.Options) *Log {
 	return serve(t, dir, l, adminPriv, opts)
 }
 
+// StartDenialRotated is Start for a log whose DENIAL key the admin rotated
+// right after GENESIS (ledger.RotateDenialKey): DENIALs are signed by a
+// key the log's trust chain names, not by a checkpoint key.
+func StartDenialRotated(t testing.TB, opts server.Options) *Log {
+	t.Helper()
+	dir, l, adminPriv := initLog(t, nil)
+	l.Close()
+	_, priv, err := sign.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sign.WritePrivateKeyFile(filepath.Join(dir, "keys", "denial-2.key"), priv, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.RotateDenialKey(dir, "keys/denial-2.key", adminPriv, ledger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = ledger.Open(dir, ledger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, dir, l, adminPriv, opts)
+}
+
 func serve(t testing.TB, dir string, l *ledger.Ledger, adminPriv ed25519.PrivateKey, opts server.Options) *Log {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -63,6 +63,9 @@ type Store struct {
 	epoch atomic.Uint64
 	// holder names this process in the lease row.
 	holder string
+	// unknownPID is the server process of a transaction whose COMMIT had
+	// an unknown outcome (0: none); see SettleUnknown.
+	unknownPID atomic.Int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -386,6 +389,8 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 		pb.Queue(qRecords, keys, vals)
 	}
 	pb.Queue(qNotify, fmt.Sprint(size))
+	var pid int32
+	pb.Queue("SELECT pg_backend_pid()").QueryRow(func(r pgx.Row) error { return r.Scan(&pid) })
 	br := tx.SendBatch(ctx, &pb)
 	tag, err := br.Exec()
 	if err != nil {
@@ -400,16 +405,50 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 		return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.commitErr(err, len(b.Leaves))
+		err = s.commitErr(err, len(b.Leaves))
+		if errors.Is(err, storage.ErrCommitUnknown) {
+			s.unknownPID.Store(int64(pid))
+		}
+		return err
 	}
 	return nil
 }
 
+// SettleUnknown waits until the server process that ran a transaction of
+// unknown outcome has gone, asking it to end (pg_terminate_backend: a
+// backend inside its commit finishes the commit first; one still waiting
+// for COMMIT rolls back). Then the head says whether the batch committed.
+func (s *Store) SettleUnknown(ctx context.Context) error {
+	pid := s.unknownPID.Load()
+	if pid == 0 {
+		return nil
+	}
+	for {
+		var alive bool
+		err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT pg_terminate_backend(pid) OR true FROM pg_stat_activity WHERE pid = $1), false)`,
+			int32(pid)).Scan(&alive)
+		if err != nil {
+			return s.wrap(err)
+		}
+		if !alive {
+			s.unknownPID.CompareAndSwap(pid, 0)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // commitErr classifies an error from COMMIT: the server's refusal means
-// nothing was written; a broken connection leaves the outcome unknown.
+// nothing was written; anything else (a broken connection, a timeout)
+// leaves the outcome unknown. pgconn.SafeToRetry is not trusted here: the
+// COMMIT may have been sent whole before the connection broke.
 func (s *Store) commitErr(err error, n int) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+	if errors.As(err, &pe) {
 		return s.wrap(fmt.Errorf("committing %d entries: %w", n, err))
 	}
 	return fmt.Errorf("%w: committing %d entries: %w: %v", storage.ErrCommitUnknown, n, storage.ErrUnavailable, err)

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -110,14 +111,38 @@ type Cosigner struct {
 	best    *record            // the newest record that meets the quorum, guarded by mu
 	bestCh  chan struct{}      // closed when best changes, guarded by mu
 	running bool               // Run is running, guarded by mu
+	stats   Stats              // guarded by mu
+}
+
+// Stats count what the cosigner did.
+type Stats struct {
+	// Witnessed is how many checkpoints met the quorum (each newer than
+	// the last).
+	Witnessed int
+	// Answers is how many answers the witnesses gave, and AnswerSeconds
+	// the time they took, in all.
+	Answers       int
+	AnswerSeconds float64
+	// QuorumSeconds is the time from Publish to meeting the quorum,
+	// summed over the Witnessed checkpoints.
+	QuorumSeconds float64
+	// PerWitness counts answers and their time by witness.
+	PerWitness map[string]WitnessStats
+}
+
+// WitnessStats count one witness's answers.
+type WitnessStats struct {
+	Answers       int
+	AnswerSeconds float64
 }
 
 // record is one checkpoint and the cosignatures gathered for it.
 type record struct {
-	cp    Checkpoint
-	lines map[string]string // witness name -> its signature line (without "\n")
-	text  []byte            // cp.Text with the lines appended, in policy order
-	ev    witness.Evaluation
+	cp        Checkpoint
+	published time.Time
+	lines     map[string]string // witness name -> its signature line (without "\n")
+	text      []byte            // cp.Text with the lines appended, in policy order
+	ev        witness.Evaluation
 }
 
 // peer is one witness and what the cosigner knows of its state.
@@ -176,7 +201,7 @@ func (c *Cosigner) Publish(cp Checkpoint) {
 	if c.head != nil && cp.Size <= c.head.cp.Size {
 		return
 	}
-	r := &record{cp: cp, lines: map[string]string{}, text: cp.Text}
+	r := &record{cp: cp, published: time.Now(), lines: map[string]string{}, text: cp.Text}
 	r.ev = c.policy.Evaluate(r.text)
 	c.head = r
 	c.recs[cp.Size] = r
@@ -211,6 +236,8 @@ func (c *Cosigner) setBest(r *record) {
 		return
 	}
 	c.best = r
+	c.stats.Witnessed++
+	c.stats.QuorumSeconds += time.Since(r.published).Seconds()
 	close(c.bestCh)
 	c.bestCh = make(chan struct{})
 	c.m.witnessed.Set(float64(r.cp.Size))
@@ -273,6 +300,15 @@ func (c *Cosigner) Wait(ctx context.Context, size uint64) (Witnessed, error) {
 			return Witnessed{}, fmt.Errorf("%w (%w)", ErrNotWitnessed, ctx.Err())
 		}
 	}
+}
+
+// Stats returns the cosigner's counters.
+func (c *Cosigner) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	st.PerWitness = maps.Clone(st.PerWitness)
+	return st
 }
 
 // Status describes each witness for people: the size it last cosigned.
@@ -416,7 +452,21 @@ func (c *Cosigner) add(ctx context.Context, p *peer, r *record) error {
 	start := time.Now()
 	p.last = start
 	res, err := AddCheckpoint(ctx, c.hc, p.w.URL, c.opts.UserAgent, old, proof, r.cp.Text, c.opts.Timeout)
-	c.m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	c.m.latency.WithLabelValues(name).Observe(took)
+	if err == nil {
+		c.mu.Lock()
+		c.stats.Answers++
+		c.stats.AnswerSeconds += took
+		if c.stats.PerWitness == nil {
+			c.stats.PerWitness = map[string]WitnessStats{}
+		}
+		ws := c.stats.PerWitness[name]
+		ws.Answers++
+		ws.AnswerSeconds += took
+		c.stats.PerWitness[name] = ws
+		c.mu.Unlock()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -528,7 +578,7 @@ func (c *Cosigner) merge(p *peer, r *record, answer []byte) (string, error) {
 	if !ok {
 		return line, nil // pruned: a newer checkpoint is witnessed already
 	}
-	r2 := &record{cp: base.cp, lines: map[string]string{}}
+	r2 := &record{cp: base.cp, published: base.published, lines: map[string]string{}}
 	for k, v := range base.lines {
 		r2.lines[k] = v
 	}
