@@ -51,8 +51,9 @@ var wantLocations = map[string][]locKind{
 }
 
 // notLocations are flags named like a location that are something else:
-// export's --tiles is where it writes, not a log to read.
-var notLocations = map[string]bool{"export --tiles": true}
+// export's --tiles is where it writes, not a log to read; bench
+// witness --dir is where its temporary folder goes.
+var notLocations = map[string]bool{"export --tiles": true, "bench witness --dir": true}
 
 var locEnvNames = []string{"CUSTODY_LEDGER", "CUSTODY_STORE", "CUSTODY_DIR"}
 
