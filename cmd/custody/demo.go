@@ -7,11 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
+
+	buildversion "github.com/custodylog/custody/internal/version"
 )
 
 func demoCommand() *cli.Command {
@@ -123,19 +124,17 @@ func freshDir(dir string, force bool) error {
 }
 
 // version is the module version the binary was built from.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// version is the one version string (internal/version).
+func version() string { return buildversion.String() }
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print the version",
 		UsageText: "custody version [--json]",
-		Description: `Prints the version of custody and of the Go toolchain that built it.
+		Description: `Prints the version of custody, the commit it was built from (when the build
+stamped it: go build in a git checkout, with -buildvcs not false), and the
+Go toolchain that built it. custody-verify --version prints the same.
 
 Example:
 
@@ -145,14 +144,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			goVersion := "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				goVersion = bi.GoVersion
-			}
+			info := buildversion.Get()
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, map[string]string{"version": version(), "go": goVersion})
+				return writeJSON(c.Root().Writer, info)
 			}
-			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", version(), goVersion)
+			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", info, info.Go)
 			return err
 		},
 	}
