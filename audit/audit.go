@@ -19,6 +19,7 @@ import (
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/witness"
 )
 
 // Finding checks.
@@ -30,6 +31,7 @@ const (
 	CheckGenesis    = "genesis"    // GENESIS does not name the given log key
 	CheckEnvelope   = "envelope"   // an envelope's signature or form (after the replay stopped)
 	CheckState      = "state"      // stored state differs from the replay's
+	CheckWitnesses  = "witnesses"  // the checkpoint does not meet the witness policy
 	// Replay findings use the check authority.ReplayError names:
 	// decision, denial, leaf, envelope, order, logged_at,
 	// prev_in_workflow, trust_head.
@@ -84,8 +86,11 @@ type Report struct {
 	// above their reserve, pending receipts with no outcome.
 	Flags        []Finding `json:"flags,omitempty"`
 	OpenPendings int       `json:"open_pending_receipts"`
-	Seconds      float64   `json:"seconds"`
-	Rate         float64   `json:"entries_per_second"`
+	// Witnessed are the witnesses whose cosignatures on the checkpoint
+	// verified, when a witness policy was given.
+	Witnessed []witness.Cosignature `json:"witnessed,omitempty"`
+	Seconds   float64               `json:"seconds"`
+	Rate      float64               `json:"entries_per_second"`
 }
 
 // Clean reports whether the audit found nothing wrong.
@@ -106,6 +111,9 @@ type Options struct {
 	Progress func(done, total uint64)
 	// MaxFlags bounds the flags listed (default 100); all are counted.
 	MaxFlags int
+	// Policy, when set, is a witness policy the checkpoint must meet: its
+	// quorum's valid cosignatures (Report.Witnessed names who cosigned).
+	Policy *witness.Policy
 }
 
 // ErrUnusable wraps failures that stop an audit before it can start: an
@@ -144,6 +152,13 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 		}
 	} else {
 		r.CheckpointVerified = true
+	}
+	if o.Policy != nil {
+		ev := o.Policy.Evaluate(cpText)
+		r.Witnessed = ev.Signed
+		if !ev.Satisfied {
+			r.add(Finding{Check: CheckWitnesses, Detail: "the checkpoint does not meet the witness policy: " + ev.Describe()})
+		}
 	}
 	r.Size, r.Root = cp.Size, cp.Root.String()
 	if cp.Size == 0 {

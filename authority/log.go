@@ -262,8 +262,12 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 			return nil, nil, err
 		}
 		e.AcceptDenial(doc, index)
+		notes := []string{fmt.Sprintf("reason %s rests on leaves outside this bundle; custody audit checks it over the whole log", doc.ReasonCode)}
+		if d.Verdict == Refused { // checkUnrederived allowed only unknown_key
+			notes = append(notes, fmt.Sprintf("the denied envelope's key %s is bound outside this bundle, so its signature is left to custody audit", short(inner.KeyID)))
+		}
 		return doc, &Decision{Verdict: Denied, Code: Code(doc.ReasonCode), Reason: doc.Reason, Kind: doc.StatementType,
-			SignerKey: doc.SignerKeyID, Notes: []string{fmt.Sprintf("reason %s rests on leaves outside this bundle; custody audit checks it over the whole log", doc.ReasonCode)}}, nil
+			SignerKey: doc.SignerKeyID, Notes: notes}, nil
 	}
 	if d.Verdict != Denied {
 		if d.Verdict == Accepted {

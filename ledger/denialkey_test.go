@@ -94,6 +94,27 @@ func TestRotateDenialKey(t *testing.T) {
 			t.Fatalf("bundle of DENIAL %d: %v %+v", tc.res.Index, err, v.Failure())
 		}
 	}
+	// Nothing the old or the new DENIAL key signs is a submission (DESIGN
+	// §1): a DENIAL posted back is refused and the log does not grow.
+	for _, res := range []*Result{before, after} {
+		e, err := w.l.Entry(res.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted, err := e.Envelope.Envelope.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := w.l.Head().Size
+		_, err = w.l.Append(t.Context(), posted)
+		var de *authority.DecisionError
+		if !errors.As(err, &de) || de.Verdict != authority.Refused || de.Code != authority.BadSignature {
+			t.Errorf("DENIAL %d posted back: %v, want a bad_signature refusal", res.Index, err)
+		}
+		if w.l.Head().Size != size {
+			t.Errorf("DENIAL %d posted back grew the log", res.Index)
+		}
+	}
 	if w.l.VerifierKey() != vkey {
 		t.Errorf("the checkpoint key set changed: %q -> %q", vkey, w.l.VerifierKey())
 	}

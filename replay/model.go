@@ -14,6 +14,7 @@ import (
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
+	"github.com/custodylog/custody/witness"
 )
 
 // Row statuses.
@@ -224,6 +225,9 @@ type Options struct {
 	// than this from the time the ledger logged it (default 60s; the
 	// ledger itself denies beyond the log's clock_skew_seconds).
 	ClockWarn time.Duration
+	// Policy, when set, is a witness policy the bundle's checkpoint must
+	// meet (verify.CheckWitnesses).
+	Policy *witness.Policy
 }
 
 // Build verifies a workflow bundle against the log's verifier key and
@@ -237,6 +241,9 @@ func Build(b *verify.Bundle, verifierKey string, o Options) (*Report, error) {
 	v, err := verify.VerifyBundle(b, verifierKey)
 	if err != nil {
 		return nil, err
+	}
+	if o.Policy != nil && v.Valid {
+		verify.CheckWitnesses(v, []byte(b.Checkpoint), o.Policy)
 	}
 	r := &Report{Origin: b.Origin, Workflow: v.Workflow, CheckpointSize: v.Size, Verified: v.Valid,
 		Verification: v, LeftToAudit: v.LeftToAudit}

@@ -130,3 +130,20 @@ func checkpointAt(t *testing.T, r *testlog.Rogue, size uint64) []byte {
 	}
 	return cp
 }
+
+// TestStandaloneDenialUnknownSigner: a DENIAL outside every workflow whose
+// signer is bound only elsewhere verifies, and the verdict says its
+// signature is left to the audit.
+func TestStandaloneDenialUnknownSigner(t *testing.T) {
+	r := testlog.NewRogue(t, testlog.RogueOptions{})
+	s := testlog.Standard(r)
+	mallory := testlog.NewActor("agent:mallory")
+	r.Accept(s.Bob, r.Author.Confirm(s.Bob, "c_bob", testlog.NewGrant(mallory, "wf_bob", []string{"shop/*"}, []string{"buy"}, nil, nil, 600)))
+	env := r.SignAccept(mallory, r.Author.StopChain(mallory, "s_m", testlog.StdWorkflow, "not mine"))
+	mallory.Seq--
+	d := r.DenyEnvelope(env, authority.IdentityConflict, "STOP s_m: identity")
+	v := mustVerify(t, r.Bundle(d, false), r.VerifierKey())
+	if !strings.Contains(strings.Join(v.Notes, "\n"), "signature is left to custody audit") {
+		t.Errorf("notes %q do not say the signature is left to the audit", v.Notes)
+	}
+}

@@ -95,13 +95,18 @@ Example:
 			locFlag(locLedger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles, and with --ledger the server's own is used on first use"),
 			&cli.IntFlag{Name: "max-flags", Value: 100, Usage: "list at most this many flags (all are counted)"},
+			policyFlag(),
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			opts := audit.Options{MaxFlags: int(c.Int("max-flags"))}
+			policy, err := policyArg(c)
+			if err != nil {
+				return err
+			}
+			opts := audit.Options{MaxFlags: int(c.Int("max-flags")), Policy: policy}
 			var fetcher audit.Fetcher
 			loc, err := resolveLocation(c)
 			if err != nil {
@@ -122,6 +127,9 @@ Example:
 				}
 				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.value)
 			default:
+				if policy != nil {
+					return usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
+				}
 				l, err := openLedgerAt(loc)
 				if err != nil {
 					if errors.Is(err, ledger.ErrLocked) {
@@ -215,6 +223,13 @@ func writeAuditText(w io.Writer, r *audit.Report) error {
 		cp = "SIGNATURE DOES NOT VERIFY"
 	}
 	kv("checkpoint", fmt.Sprintf("%s; root %s", cp, r.Root))
+	if len(r.Witnessed) > 0 {
+		var ws []string
+		for _, s := range r.Witnessed {
+			ws = append(ws, fmt.Sprintf("%s (%s) at %s", s.Witness, s.KeyName, s.Time.Format(time.RFC3339)))
+		}
+		kv("witnesses", "cosigned by "+strings.Join(ws, ", "))
+	}
 	tree := fmt.Sprintf("%s of %s entries read; %d tiles recomputed from the leaves and compared", thousands(r.Entries), thousands(r.Size), r.TilesChecked)
 	if r.RootChecked {
 		tree += "; root recomputed"

@@ -152,6 +152,7 @@ Example:
 
    custody replay --dir ./custody-data --workflow wf_9f3a
    custody replay --bundle wf.bundle.json --log-key log.vkey --workflow wf_9f3a --html wf.html
+   custody replay --bundle wf.bundle.json --log-key log.vkey --policy witnesses.policy
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
 			dirFlag(),
@@ -164,6 +165,7 @@ Example:
 			&cli.BoolFlag{Name: "dot", Usage: "print the authority tree as a Graphviz digraph"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML page to `FILE`", TakesFile: true},
 			&cli.DurationFlag{Name: "clock-warn", Value: time.Minute, Usage: "flag statements whose timestamp is further than this from their logged time"},
+			policyFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
@@ -176,6 +178,10 @@ Example:
 			if c.Bool("json") && c.Bool("dot") {
 				return usage(c, "give --json or --dot, not both")
 			}
+			policy, err := policyArg(c)
+			if err != nil {
+				return err
+			}
 			src, err := replaySource(c)
 			if err != nil {
 				return err
@@ -185,7 +191,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
-			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn")})
+			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn"), Policy: policy})
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/custodylog/custody/audit"
 	"github.com/custodylog/custody/internal/textsafe"
+	"github.com/custodylog/custody/witness"
 )
 
 func init() { register(watchCommand) }
@@ -35,6 +36,11 @@ and exits 4, leaving --state as it was (the evidence). Otherwise it replaces
 --state atomically with the new checkpoint and exits 0. The first run keeps
 the checkpoint it sees, after recomputing its root from the tiles.
 
+With --policy FILE (a witness policy) the served checkpoint must also
+carry its quorum's cosignatures, and watch names the witnesses that
+cosigned: a checkpoint that does not is reported NOT WITNESSED and not
+kept (exit 4 when looking once; looked at again at the next interval).
+
 With --interval it keeps watching: it looks again every interval, prints a
 line when the log changes, and exits 4 at the first alert; a failed fetch is
 reported and retried at the next interval.
@@ -48,6 +54,7 @@ Example:
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
+			policyFlag(),
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -69,16 +76,22 @@ Example:
 			if err != nil {
 				return err
 			}
+			policy, err := policyArg(c)
+			if err != nil {
+				return err
+			}
 			f := tilesFetcher(url)
 			interval := c.Duration("interval")
 			for {
-				res, err := watchOnce(ctx, c, f, vkey, state)
+				res, err := watchOnce(ctx, c, f, vkey, state, policy)
 				switch {
 				case err != nil && interval == 0:
 					return fmt.Errorf("watch: %w", err)
 				case err != nil:
 					fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: %s (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), oneLine(err.Error()), interval)
 				case res.Alert:
+					return &exitErr{code: exitVerify, quiet: true}
+				case res.Outcome == watchUnwitnessed && interval == 0:
 					return &exitErr{code: exitVerify, quiet: true}
 				}
 				if interval == 0 {
@@ -96,7 +109,7 @@ Example:
 
 // watchOnce looks once, prints what it saw, and keeps the new checkpoint
 // unless it alerted.
-func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state string) (*audit.WatchResult, error) {
+func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state string, policy *witness.Policy) (*audit.WatchResult, error) {
 	old, err := os.ReadFile(state)
 	if errors.Is(err, fs.ErrNotExist) {
 		old = nil
@@ -107,6 +120,19 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	if err != nil {
 		return nil, err
 	}
+	var ev *witness.Evaluation
+	if policy != nil && !res.Alert {
+		e := policy.Evaluate(res.Checkpoint)
+		ev = &e
+		if !e.Satisfied {
+			// Not a proof of misbehaviour (cosignatures may still be on
+			// their way), but not a checkpoint to rely on either.
+			res.Outcome, res.Keep = watchUnwitnessed, nil
+			res.Detail = "the served checkpoint does not meet the witness policy: " + e.Describe()
+		} else {
+			res.Detail += "; " + e.Describe()
+		}
+	}
 	if res.Keep != nil && (old == nil || string(old) != string(res.Keep)) {
 		if err := writeFileAtomic(state, res.Keep); err != nil {
 			return nil, fmt.Errorf("updating --state: %w", err)
@@ -116,13 +142,18 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	if c.Bool("json") {
 		out := struct {
 			*audit.WatchResult
-			Time             string `json:"time"`
-			KeptCheckpoint   string `json:"kept_checkpoint,omitempty"`
-			ServedCheckpoint string `json:"served_checkpoint"`
-		}{res, time.Now().UTC().Format(time.RFC3339), string(old), string(res.Checkpoint)}
+			Time             string              `json:"time"`
+			KeptCheckpoint   string              `json:"kept_checkpoint,omitempty"`
+			ServedCheckpoint string              `json:"served_checkpoint"`
+			Witnesses        *witness.Evaluation `json:"witnesses,omitempty"`
+		}{res, time.Now().UTC().Format(time.RFC3339), string(old), string(res.Checkpoint), ev}
 		return res, writeJSON(w, out)
 	}
 	stamp := time.Now().UTC().Format(time.RFC3339)
+	if res.Outcome == watchUnwitnessed {
+		fmt.Fprintf(w, "%s NOT WITNESSED: %s (%s left unchanged)\n", stamp, textsafe.Text(res.Detail), state)
+		return res, nil
+	}
 	if !res.Alert {
 		if res.Outcome != audit.WatchUnchanged || c.Duration("interval") == 0 {
 			fmt.Fprintf(w, "%s ok: %s\n", stamp, textsafe.Text(res.Detail))
@@ -137,3 +168,7 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	fmt.Fprintf(w, "Both are signed by the log key: keep them as evidence. %s was left unchanged.\n", state)
 	return res, nil
 }
+
+// watchUnwitnessed is watch's outcome for a checkpoint that does not meet
+// --policy.
+const watchUnwitnessed = "unwitnessed"

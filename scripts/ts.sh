@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The TypeScript SDK's suite (sdk/typescript): installs Node.js >= 20 from
+# Debian when it is missing, builds the custody binary the tests serve,
+# installs the SDK's dependencies from its lock file (npm ci), compiles it,
+# and runs its tests with node's own test runner against real servers.
+# Each test file starts its own `custody serve` on a free loopback port and
+# stops it when done. About 10-20 s on 2 cores once npm's cache is warm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null || [ "$(node_major)" -lt 20 ]; then
+  echo "== installing Node.js and npm from Debian"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "Node.js >= 20 and npm are needed (apt-get install nodejs npm)" >&2
+    exit 1
+  fi
+fi
+if [ "$(node_major)" -lt 20 ]; then
+  echo "Node.js $(node --version) is too old: the SDK needs Node.js >= 20 (AbortSignal.any, fetch streams)" >&2
+  exit 1
+fi
+echo "== node $(node --version), npm $(npm --version)"
+
+echo "== building custody for the SDK's tests"
+mkdir -p "$root/.cache/ts"
+go build -o "$root/.cache/ts/custody" ./cmd/custody
+export CUSTODY_BIN="$root/.cache/ts/custody"
+
+cd sdk/typescript
+echo "== npm ci (from package-lock.json)"
+npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null
+echo "== tsc"
+npm run --silent build
+echo "== node --test"
+node --test --test-concurrency=1 test/*.test.mjs

@@ -1,0 +1,416 @@
+/**
+ * Runtime: an agent (or a person) with a key and a name, writing to one
+ * log — the Go client.Runtime's counterpart. It fills statement headers
+ * (timestamp, log, actor, seq), seals grants, signs and appends, and
+ * `execute` gates an irreversible step: pending receipt, durable verified
+ * acceptance, a connected STOP watch, only then the step, then its outcome.
+ * It fails closed.
+ */
+import { randomBytes } from "node:crypto";
+import { AppendResult, Client } from "./client.js";
+import { HTTPError, RefusedError } from "./errors.js";
+import type { Entry } from "./events.js";
+import { PrivateKey } from "./keys.js";
+import { formatTime, optionalSet, canonicalSet } from "./scope.js";
+import { Confirm, Delegate, GrantFields, Receipt, seal, signStatement, Statement, Stop } from "./statement.js";
+
+/** A statement before the runtime fills its header. */
+export type Unsigned<T extends Statement> = Omit<T, "timestamp" | "log" | "actor" | "seq"> & Partial<Pick<T, "timestamp" | "log" | "actor" | "seq">>;
+
+/** A step execute gates. */
+export interface Step {
+  /** The pending receipt's id (default: a fresh one). */
+  receiptId?: string;
+  /** Default: the grant's. */
+  workflow?: string;
+  stepId: string;
+  action: string;
+  target: string;
+  /** The id of the grant (CONFIRM or DELEGATE) the agent acts under. */
+  auth: string;
+  /** Default: the grant's. */
+  scopeHash?: string;
+  /** Every limit key in force on the chain must be reserved (0 is allowed). */
+  reserve?: Record<string, number>;
+}
+
+/** What a step did. Returning nothing records success (a thrown error records failure). */
+export interface Outcome {
+  result?: "success" | "failure" | "partial";
+  consumed?: Record<string, number>;
+  sideEffects?: Record<string, string>;
+  evidence?: string[];
+  error?: string;
+}
+
+/** Hook points (all optional). A before* hook vetoes by throwing: nothing is written and execute/confirm rejects. */
+export interface Hooks {
+  /** Sees a CONFIRM before it is signed (a person's confirmation step). */
+  beforeConfirm?: (confirm: Confirm) => void | Promise<void>;
+  /** Sees the verified acceptance of a CONFIRM. */
+  afterConfirm?: (answer: AppendResult) => void | Promise<void>;
+  /** Sees a step before its pending receipt is written. */
+  beforeExecute?: (step: Step) => void | Promise<void>;
+  /** Sees what a step did, after its outcome was written (or failed to be: error says). */
+  afterExecute?: (step: Step, outcome: Outcome, error?: unknown) => void | Promise<void>;
+  /** Sees a STOP covering a running step, just before its AbortSignal fires. */
+  onStop?: (stop: Stop, index: number) => void;
+  /** Sees a STOP that hands the workflow over to this runtime's agent (takeover_to is its name). */
+  onTakeover?: (stop: Stop, index: number) => void;
+  /** Sees every verified answer this runtime gets, accepted or denied, to ship it to an audit sink. */
+  emitReceipt?: (answer: AppendResult) => void;
+}
+
+/** A grant (CONFIRM or DELEGATE) to make. Sets are made canonical for you. */
+export interface GrantSpec {
+  id?: string;
+  /** CONFIRM: required; DELEGATE: default the parent's. */
+  workflow?: string;
+  grantee: string;
+  granteeKey: Uint8Array | string;
+  steps?: string[];
+  targets: string[];
+  capabilities: string[];
+  principals?: string[];
+  limits?: Record<string, number>;
+  ttlSeconds: number;
+  revocable?: boolean;
+  /** CONFIRM only. */
+  risk?: "low" | "medium" | "high";
+}
+
+/** A STOP to write. */
+export interface StopSpec {
+  id?: string;
+  workflow: string;
+  /** Absent: stop the whole chain. */
+  step?: string;
+  takeover?: "human" | "pause" | "delegate_to_other_agent";
+  takeoverTo?: string;
+  reason: string;
+}
+
+/** The abort reason of a step's signal when a STOP covering it arrived while it ran. */
+export class StoppedError extends Error {
+  override name = "StoppedError";
+  constructor(readonly stop: Stop, readonly index: number) {
+    super(`stopped: ${stop.stop_scope === "step" ? `step ${stop.step_id} of ` : ""}workflow ${stop.workflow_id} by STOP ${stop.request_id} at index ${index} (takeover ${stop.takeover_mode}): ${stop.reason}`);
+  }
+}
+
+/** The ledger denied a statement (a DENIAL of it is logged and verified). */
+export class DeniedError extends Error {
+  override name = "DeniedError";
+  readonly reasonCode: string;
+  constructor(readonly answer: AppendResult) {
+    super(`denied: ${answer.reason_code}: ${answer.reason} (DENIAL at index ${answer.index})`);
+    this.reasonCode = answer.reason_code ?? "";
+  }
+}
+
+/** execute never ran the step; cause says why (a DeniedError, RefusedError, HTTPError, UnverifiedError, a veto, no STOP watch). */
+export class NotExecutedError extends Error {
+  override name = "NotExecutedError";
+  constructor(message: string, readonly execution: Execution, options?: { cause?: unknown }) {
+    super(`the step was not executed: ${message}`, options);
+  }
+}
+
+/** What execute did. */
+export interface Execution {
+  /** The accepted pending receipt. */
+  pending?: AppendResult;
+  /** fn was called. */
+  ran: boolean;
+  /** The outcome receipt, once logged. */
+  outcome?: AppendResult;
+  /** The STOP that aborted the step, if one did. */
+  stopped?: StoppedError;
+}
+
+/** newId returns a fresh statement id: <prefix>_<16 random hex digits>. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(8).toString("hex")}`;
+}
+
+/** Options of a Runtime. */
+export interface RuntimeOptions {
+  /** The name the log binds (or will bind) to the key; omitted: asked of the ledger at the first append. */
+  name?: string;
+  hooks?: Hooks;
+  /** The clock of statement timestamps (default Date.now). */
+  now?: () => Date;
+  /** How long execute waits for the workflow's event stream before refusing to run a step (ms, default 10000). */
+  watchTimeoutMs?: number;
+}
+
+/** A Runtime signs as one key and appends through one Client. Appends are made one at a time, so each carries the next seq. */
+export class Runtime {
+  readonly client: Client;
+  readonly key: PrivateKey;
+  readonly hooks: Hooks;
+  now: () => Date;
+  watchTimeoutMs: number;
+  #name: string;
+  #next = 0;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(client: Client, key: PrivateKey, options: RuntimeOptions = {}) {
+    this.client = client;
+    this.key = key;
+    this.hooks = options.hooks ?? {};
+    this.#name = options.name ?? "";
+    this.now = options.now ?? (() => new Date());
+    this.watchTimeoutMs = options.watchTimeoutMs ?? 10000;
+  }
+
+  /** The runtime's bound name ("" until known). */
+  get name(): string {
+    return this.#name;
+  }
+
+  /**
+   * append fills a statement's header, seals it, signs it and appends it,
+   * resolving to the verified answer (accepted or denied) as
+   * Client.append does. Denied statements consume no seq; after a
+   * seq_mismatch or an answer that never came, the next seq is asked of the
+   * ledger again.
+   */
+  append<T extends Statement>(st: Unsigned<T>, signal?: AbortSignal): Promise<AppendResult> {
+    const run = this.#queue.then(() => this.#append(st as unknown as Statement, signal));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #append(st: Statement, signal?: AbortSignal): Promise<AppendResult> {
+    if (this.#next === 0 || this.#name === "") {
+      const ks = await this.client.keySeq(this.key.keyId, signal);
+      this.#next = ks.next_seq;
+      if (this.#name === "") {
+        if (!ks.bound || !ks.name) throw new Error(`key ${this.key.keyId} is not bound in the log: give the runtime its name`);
+        this.#name = ks.name;
+      }
+    }
+    st.timestamp = formatTime(this.now());
+    st.log = this.client.origin;
+    st.actor = this.#name;
+    st.seq = this.#next;
+    seal(st);
+    const env = signStatement(this.key, st);
+    let answer: AppendResult;
+    try {
+      answer = await this.client.append(env, signal);
+    } catch (e) {
+      if (!(e instanceof RefusedError)) this.#next = 0; // the outcome is unknown: ask the ledger next time
+      throw e;
+    }
+    if (answer.accepted) this.#next = st.seq + 1;
+    else if (answer.reason_code === "seq_mismatch") this.#next = 0;
+    this.hooks.emitReceipt?.(answer);
+    return answer;
+  }
+
+  /** appendOrThrow is append, rejecting with a DeniedError on a denial. */
+  async appendOrThrow<T extends Statement>(st: Unsigned<T>, signal?: AbortSignal): Promise<AppendResult> {
+    const a = await this.append(st, signal);
+    if (!a.accepted) throw new DeniedError(a);
+    return a;
+  }
+
+  #grant(g: GrantSpec, workflow: string): GrantFields {
+    const key = typeof g.granteeKey === "string" ? g.granteeKey : Buffer.from(g.granteeKey).toString("base64");
+    const scope: GrantFields["scope"] = { workflow_id: workflow, capabilities: canonicalSet(g.capabilities)!, targets: canonicalSet(g.targets)! };
+    const steps = optionalSet(g.steps);
+    const principals = optionalSet(g.principals);
+    if (steps) scope.step_ids = steps;
+    if (principals) scope.principals = principals;
+    const out: GrantFields = { grantee: { name: g.grantee, public_key: key }, scope, ttl_seconds: g.ttlSeconds, revocable: g.revocable ?? false, scope_hash: "" };
+    if (g.limits && Object.keys(g.limits).length > 0) out.limits = { ...g.limits };
+    return out;
+  }
+
+  /** confirm grants an agent authority (this runtime's key must be an enrolled principal's); beforeConfirm may veto it. Rejects with a DeniedError on a denial. */
+  async confirm(g: GrantSpec, signal?: AbortSignal): Promise<AppendResult> {
+    if (!g.workflow) throw new TypeError("confirm: a CONFIRM names its workflow");
+    const doc = { type: "CONFIRM", confirm_id: g.id ?? newId("confirm"), ...this.#grant(g, g.workflow), ...(g.risk ? { risk_level: g.risk } : {}) } as Unsigned<Confirm>;
+    if (this.hooks.beforeConfirm) {
+      try {
+        await this.hooks.beforeConfirm(doc as Confirm);
+      } catch (e) {
+        throw new Error(`beforeConfirm vetoed the CONFIRM: ${(e as Error).message}`, { cause: e });
+      }
+    }
+    const a = await this.appendOrThrow(doc, signal);
+    await this.hooks.afterConfirm?.(a);
+    return a;
+  }
+
+  /** grantOf fetches an accepted CONFIRM or DELEGATE by id (read from its leaf). */
+  async grantOf(id: string, signal?: AbortSignal): Promise<Confirm | Delegate> {
+    const e = await this.client.statement(id, signal);
+    const st = e.read!.statement;
+    if (st.type !== "CONFIRM" && st.type !== "DELEGATE") throw new Error(`${id} is a ${st.type}, not a grant`);
+    return st;
+  }
+
+  /** delegate hands a sub-agent part of the grant parentId (this runtime's key must be its grantee). Rejects with a DeniedError on a denial. */
+  async delegate(parentId: string, g: GrantSpec, signal?: AbortSignal): Promise<AppendResult> {
+    const parent = await this.grantOf(parentId, signal);
+    const doc = {
+      type: "DELEGATE", delegation_id: g.id ?? newId("delegate"), parent_ref: parentId, parent_scope_hash: parent.scope_hash,
+      ...this.#grant(g, g.workflow ?? parent.scope.workflow_id),
+    } as Unsigned<Delegate>;
+    return this.appendOrThrow(doc, signal);
+  }
+
+  /** stop halts a step (and the steps below it) or, with no step, the whole workflow. Rejects with a DeniedError on a denial. */
+  async stop(s: StopSpec, signal?: AbortSignal): Promise<AppendResult> {
+    const doc: Unsigned<Stop> = {
+      type: "STOP", request_id: s.id ?? newId("stop"), workflow_id: s.workflow, stop_scope: s.step ? "step" : "chain",
+      takeover_mode: s.takeover ?? "human", reason: s.reason,
+    };
+    if (s.step) doc.step_id = s.step;
+    if (s.takeoverTo) doc.takeover_to = s.takeoverTo;
+    return this.appendOrThrow(doc, signal);
+  }
+
+  /** receipt appends a RECEIPT; a missing receipt_id gets a fresh one, and a missing scope_hash or workflow_id is read from its grant. */
+  async receipt(doc: Partial<Unsigned<Receipt>> & Pick<Receipt, "step_id" | "action" | "target" | "authorization_ref" | "result">, signal?: AbortSignal): Promise<AppendResult> {
+    doc.receipt_id ??= newId("receipt");
+    if (!doc.scope_hash || !doc.workflow_id) {
+      const g = await this.grantOf(doc.authorization_ref, signal);
+      doc.scope_hash ??= g.scope_hash;
+      doc.workflow_id ??= g.scope.workflow_id;
+    }
+    return this.append({ type: "RECEIPT", ...doc } as Unsigned<Receipt>, signal);
+  }
+
+  /**
+   * execute gates an irreversible step. It writes the pending receipt,
+   * waits for the ledger's durable, verified acceptance, connects to the
+   * workflow's event stream, and only then calls fn with an AbortSignal
+   * that a STOP covering the step aborts (its reason a StoppedError). It
+   * fails closed: no answer, a denial, an answer that does not verify, or
+   * no event stream within watchTimeoutMs means fn never runs and execute
+   * rejects with a NotExecutedError (an accepted pending receipt is then
+   * closed with a failure outcome). When fn returns or throws, the outcome
+   * receipt is written, even after a STOP: it records what happened.
+   *
+   * It resolves only if fn ran, returned, and its outcome was logged; if fn
+   * threw, execute rejects with fn's error once the outcome is written.
+   */
+  async execute(step: Step, fn: (signal: AbortSignal) => Promise<Outcome | void> | Outcome | void): Promise<Execution> {
+    const ex: Execution = { ran: false };
+    if (this.hooks.beforeExecute) {
+      try {
+        await this.hooks.beforeExecute(step);
+      } catch (e) {
+        throw new NotExecutedError(`beforeExecute: ${(e as Error).message}`, ex, { cause: e });
+      }
+    }
+    const receiptId = step.receiptId ?? newId("receipt");
+    const pending: Partial<Unsigned<Receipt>> & Pick<Receipt, "step_id" | "action" | "target" | "authorization_ref" | "result"> = {
+      receipt_id: receiptId, step_id: step.stepId, action: step.action, target: step.target, authorization_ref: step.auth, result: "pending",
+    };
+    if (step.workflow) pending.workflow_id = step.workflow;
+    if (step.scopeHash) pending.scope_hash = step.scopeHash;
+    if (step.reserve && Object.keys(step.reserve).length > 0) pending.reserve = step.reserve;
+    let answer: AppendResult;
+    try {
+      answer = await this.receipt(pending);
+    } catch (e) {
+      throw new NotExecutedError((e as Error).message, ex, { cause: e });
+    }
+    if (!answer.accepted) {
+      const d = new DeniedError(answer);
+      throw new NotExecutedError(d.message, ex, { cause: d });
+    }
+    ex.pending = answer;
+    const s: Required<Pick<Step, "workflow" | "scopeHash" | "receiptId">> & Step = { ...step, workflow: pending.workflow_id!, scopeHash: pending.scope_hash!, receiptId };
+
+    // Watch the workflow from just after the pending receipt: every STOP
+    // logged after it is seen, none is missed between the two.
+    const name = this.#name;
+    const stepCtrl = new AbortController();
+    const watchCtrl = new AbortController();
+    let connected!: () => void;
+    const isConnected = new Promise<void>((r) => (connected = r));
+    const watch = (async () => {
+      try {
+        for await (const e of this.client.events(s.workflow, { after: answer.index, signal: watchCtrl.signal, onConnect: () => connected() })) {
+          this.#onEntry(e, s, name, ex, stepCtrl);
+        }
+      } catch {
+        /* the stream ends only when watchCtrl aborts */
+      }
+    })();
+    const finishWatch = async () => {
+      watchCtrl.abort();
+      await watch;
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((r) => (timer = setTimeout(() => r(true), this.watchTimeoutMs)));
+    const late = await Promise.race([isConnected.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late) {
+      await finishWatch();
+      const err = new NotExecutedError(`no event stream for workflow ${s.workflow} within ${this.watchTimeoutMs} ms, so a STOP could not reach the step`, ex);
+      await this.#outcome(s, ex, { result: "failure", error: "not executed: " + err.message }).catch(() => undefined);
+      throw err;
+    }
+
+    ex.ran = true;
+    let out: Outcome = {};
+    let ferr: unknown;
+    let threw = false;
+    try {
+      out = (await fn(stepCtrl.signal)) ?? {};
+    } catch (e) {
+      threw = true;
+      ferr = e;
+    }
+    await finishWatch();
+    if (threw) {
+      out = { ...out, result: "failure", error: ex.stopped && ferr !== ex.stopped ? `${String((ferr as Error)?.message ?? ferr)}; ${ex.stopped.message}` : String((ferr as Error)?.message ?? ferr) };
+    }
+    let oerr: unknown;
+    try {
+      await this.#outcome(s, ex, out);
+    } catch (e) {
+      oerr = e;
+    }
+    await this.hooks.afterExecute?.(s, out, ferr ?? oerr);
+    if (threw) throw ferr;
+    if (oerr) throw oerr;
+    return ex;
+  }
+
+  #onEntry(e: Entry, s: Step & { workflow: string }, name: string, ex: Execution, stepCtrl: AbortController): void {
+    const st = e.read?.statement;
+    if (!st || st.type !== "STOP") return;
+    if (st.takeover_to && st.takeover_to === name) this.hooks.onTakeover?.(st, e.index);
+    const covers = st.workflow_id === s.workflow && (st.stop_scope === "chain" || s.stepId === st.step_id || s.stepId.startsWith(st.step_id + "/"));
+    if (!covers) return;
+    this.hooks.onStop?.(st, e.index);
+    const se = new StoppedError(st, e.index);
+    ex.stopped ??= se;
+    stepCtrl.abort(ex.stopped);
+  }
+
+  /** Writes the outcome receipt of an executed (or abandoned) step; it is written even after a STOP. */
+  async #outcome(s: Step & { workflow: string; scopeHash: string; receiptId: string }, ex: Execution, out: Outcome): Promise<void> {
+    const doc: Partial<Unsigned<Receipt>> & Pick<Receipt, "step_id" | "action" | "target" | "authorization_ref" | "result"> = {
+      workflow_id: s.workflow, step_id: s.stepId, action: s.action, target: s.target, authorization_ref: s.auth,
+      result: out.result ?? "success", scope_hash: s.scopeHash, pending_ref: s.receiptId,
+    };
+    if (out.consumed && Object.keys(out.consumed).length > 0) doc.consumed = out.consumed;
+    if (out.sideEffects && Object.keys(out.sideEffects).length > 0) doc.side_effects = out.sideEffects;
+    if (out.evidence && out.evidence.length > 0) doc.evidence_refs = out.evidence;
+    if (out.error && doc.result !== "success") doc.error = out.error;
+    const a = await this.receipt(doc, AbortSignal.timeout(30000));
+    if (!a.accepted) throw new DeniedError(a);
+    ex.outcome = a;
+  }
+}
+
+export { HTTPError };
