@@ -55,8 +55,32 @@ var locEnv = []struct {
 const logKeyEnv = "CUSTODY_LOG_KEY"
 
 // locCategory groups the location flags in --help and marks them for
-// locationKinds.
-const locCategory = "WHERE (a typed flag wins; else $CUSTODY_LEDGER, $CUSTODY_STORE, $CUSTODY_DIR in that order; else ./custody-data)"
+// locationKinds; configure replaces it with the rule as it applies to each
+// command (whereCategory), which keeps the prefix.
+const locCategory = "WHERE"
+
+// whereCategory is the heading of a command's location flags in --help:
+// the rule, for the kinds the command takes.
+func whereCategory(kinds []locKind) string {
+	var envs []string
+	for _, e := range locEnv {
+		if slices.Contains(kinds, e.kind) {
+			envs = append(envs, "$"+e.env)
+		}
+	}
+	s := locCategory + " (a typed flag wins"
+	switch len(envs) {
+	case 0:
+	case 1:
+		s += "; else " + envs[0]
+	default:
+		s += "; else " + strings.Join(envs, ", ") + ", the first set"
+	}
+	if slices.Contains(kinds, locDir) {
+		s += "; else " + defaultDir
+	}
+	return s + ")"
+}
 
 // defaultDir is the data folder when no flag or variable says.
 const defaultDir = "./custody-data"
@@ -124,7 +148,7 @@ func logKeyFlag(usageText string) cli.Flag {
 func locationKinds(c *cli.Command) []locKind {
 	var out []locKind
 	for _, f := range c.Flags {
-		if cf, ok := f.(cli.CategorizableFlag); ok && cf.GetCategory() == locCategory {
+		if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
 			out = append(out, locKind(f.Names()[0]))
 		}
 	}

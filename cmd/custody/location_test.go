@@ -234,7 +234,7 @@ func relaxRequired(c *cli.Command) {
 func TestHelpSaysTheLocationRule(t *testing.T) {
 	for name := range wantLocations {
 		r := custody(t, "", append(strings.Split(name, " "), "--help")...)
-		if !strings.Contains(r.stdout, "a typed flag wins; else $CUSTODY_LEDGER, $CUSTODY_STORE, $CUSTODY_DIR in that order") {
+		if !strings.Contains(r.stdout, whereCategory(wantLocations[name])) || !strings.Contains(r.stdout, "a typed flag wins") {
 			t.Errorf("%s --help does not say where it reads and writes:\n%s", name, r.stdout)
 		}
 	}

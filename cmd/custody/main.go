@@ -239,6 +239,14 @@ func configure(cmd *cli.Command, path string) {
 		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
 	}
 	cmd.DisableSliceFlagSeparator = true
+	if kinds := locationKinds(cmd); len(kinds) > 0 {
+		heading := whereCategory(kinds)
+		for _, f := range cmd.Flags {
+			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
+				cf.SetCategory(heading)
+			}
+		}
+	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {

@@ -88,3 +88,19 @@ func TestChecksBeforeSigning(t *testing.T) {
 		t.Errorf("confirm --help does not show --revocable's default:\n%s", r.stdout)
 	}
 }
+
+// TestBenchSubcommandHelp: custody bench serve/log --help list their own
+// flags, not bench's.
+func TestBenchSubcommandHelp(t *testing.T) {
+	for _, sub := range []string{"serve", "log"} {
+		r := must(t, 0, "bench", sub, "--help")
+		for _, bad := range []string{"--size", "--peer-dir", "GLOBAL OPTIONS"} {
+			if strings.Contains(r.stdout, bad) {
+				t.Errorf("bench %s --help shows %s:\n%s", sub, bad, r.stdout)
+			}
+		}
+	}
+	if r := must(t, 0, "bench", "--help"); !strings.Contains(r.stdout, "--size") {
+		t.Errorf("bench --help lost its own flags:\n%s", r.stdout)
+	}
+}
