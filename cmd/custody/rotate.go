@@ -46,7 +46,7 @@ Example:
    custody key rotate-log --dir ./custody-data
    custody checkpoint --dir ./custody-data --key > log.keys
    custody key rotate-log --dir ./custody-data --finish
-   custody verify bundle --log-key log.keys wf.bundle.json`,
+   custody verify wf.bundle.json --log-key log.keys`,
 		Flags: []cli.Flag{
 			dirFlag(),
 			locFlag(locStore, ""),
