@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/ledger"
 )
 
@@ -32,7 +33,12 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_appends_in_flight", Help: "Appends being decided now."}),
 		streams:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_event_streams", Help: "Open workflow event streams."}),
 	}
-	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams,
+	bi := version.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_build_info",
+		Help:        "Always 1; the labels say which custody build serves (internal/version).",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
+	buildInfo.Set(1)
+	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams, buildInfo,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_queue_depth", Help: "Submissions waiting to be sequenced."},
 			func() float64 { return float64(s.l.QueueDepth()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_tree_size", Help: "Entries under the latest checkpoint."},
