@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -103,5 +105,24 @@ func TestBenchSubcommandHelp(t *testing.T) {
 	}
 	if r := must(t, 0, "bench", "--help"); !strings.Contains(r.stdout, "--size") {
 		t.Errorf("bench --help lost its own flags:\n%s", r.stdout)
+	}
+}
+
+// TestServeHelpListsEveryEndpoint: every route the server registers is in
+// custody serve --help.
+func TestServeHelpListsEveryEndpoint(t *testing.T) {
+	src, err := os.ReadFile("../../server/server.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := regexp.MustCompile(`m\.Handle(?:Func)?\("(?:GET|POST) (/[^"]*)"`).FindAllStringSubmatch(string(src), -1)
+	if len(routes) < 15 {
+		t.Fatalf("found %d routes in server.go", len(routes))
+	}
+	help := must(t, 0, "serve", "--help").stdout
+	for _, r := range routes {
+		if !strings.Contains(help, r[1]) {
+			t.Errorf("serve --help does not list %s", r[1])
+		}
 	}
 }
