@@ -51,7 +51,10 @@ func Watch(ctx context.Context, f Fetcher, vkey string, old []byte) (*WatchResul
 	vkey, origin := ks.String(), ks.Origin()
 	var o merkle.Checkpoint
 	if old != nil {
-		if o, err = merkle.OpenCheckpoint(old, origin, vkey); err != nil {
+		// The kept checkpoint may have been signed by a key retired since:
+		// below, the served checkpoint must extend it (or equal it), which
+		// is what a retired key's older checkpoints need (DESIGN §6).
+		if o, _, err = ks.OpenRetired(old); err != nil {
 			return nil, fmt.Errorf("the kept checkpoint does not verify (is the state file for another log?): %w", err)
 		}
 	}

@@ -179,7 +179,21 @@ func boundKey(s string) ed25519.PublicKey {
 // deleted).
 func (e *Engine) Dirty(put func(key string, value []byte)) {
 	for _, k := range e.st.dirtyKeys() {
-		put(k, encode(e.st.cache[k]))
+		if !IsHint(k) {
+			put(k, encode(e.st.cache[k]))
+		}
+	}
+}
+
+// DirtyHints is Dirty for the hint records (HintRec) changed since the
+// last Committed: a store that keeps them saves later decisions work, and
+// a store that does not loses nothing a decision needs. The ledger keeps
+// them; replay does not.
+func (e *Engine) DirtyHints(put func(key string, value []byte)) {
+	for _, k := range e.st.dirtyKeys() {
+		if IsHint(k) {
+			put(k, encode(e.st.cache[k]))
+		}
 	}
 }
 

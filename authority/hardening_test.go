@@ -266,10 +266,8 @@ func TestStopsInForce(t *testing.T) {
 }
 
 // TestHeldGrantsList: the grants a key holds in a workflow are walked
-// newest first; a grant revoked by its own REVOKE leaves the list at once,
-// one that expired or sits below a revoked grant is dropped by the first
-// accepted STOP that walks past it; a key's STOP right follows its live
-// grants either way.
+// newest first; a grant revoked by its own REVOKE leaves the list at once;
+// a key's STOP right follows its live grants whatever killed the others.
 func TestHeldGrantsList(t *testing.T) {
 	h := workflowOf(t)
 	sc := obj{"capabilities": []any{"buy"}, "targets": []any{"shop/*"}}
@@ -287,10 +285,7 @@ func TestHeldGrantsList(t *testing.T) {
 	}
 	h.advance(time.Minute) // d_short expires
 	mustAccept(t, h.submit("agent:b", statement.Stop, obj{"request_id": "s1", "workflow_id": "wf1", "step_id": "w"}, opts{}))
-	if g := h.e.Grant("d_short"); !g.OffHeld {
-		t.Error("an expired grant walked past by an accepted STOP stays in the list")
-	}
-	if g := h.e.Grant("d_long"); g.OffHeld || g.NewerHeld != "" {
+	if g := h.e.Grant("d_long"); g.OffHeld || g.NewerHeld != "d_short" {
 		t.Errorf("the live grant: %+v", g)
 	}
 	mustAccept(t, h.submit("agent:a", statement.Revoke, obj{"revoke_id": "v2", "target_ref": "d_long"}, opts{}))
@@ -322,4 +317,55 @@ func TestCheckStateVersion(t *testing.T) {
 	if err := authority.CheckStateVersion(h.store); err == nil || !strings.Contains(err.Error(), "format 3") {
 		t.Errorf("a store of format 3: %v", err)
 	}
+}
+
+// TestDeadGrantsWalkedOnce: a key whose many grants expired (or sit below a
+// revoked grant) and which holds no live one sends STOP after STOP; each is
+// denied (or, past the denial rate limit, refused), and only the first
+// walks its dead grants: it leaves hints that later walks jump along. The
+// hints are not state: a replay that has none decides the same and
+// derives the same records.
+func TestDeadGrantsWalkedOnce(t *testing.T) {
+	h := workflowOf(t)
+	sc := obj{"capabilities": []any{"buy"}, "targets": []any{"shop/*"}}
+	for i := range 200 {
+		mustAccept(t, h.submit("agent:a", statement.Delegate, obj{"delegation_id": "d" + itoa(i), "parent_ref": "c1", "grantee": "agent:b",
+			"scope": sc, "limits": obj{"usd": int64(50)}, "ttl_seconds": int64(10)}, opts{}))
+	}
+	h.advance(time.Minute) // every grant of agent:b has expired
+	stopCost := func(n int) int {
+		h.flush()
+		hints := 0
+		for k := range h.store {
+			if authority.IsHint(k) {
+				hints++
+			}
+		}
+		cs := &countingStore{m: h.store}
+		h.e = authority.New(cs) // cold: what a restarted ledger reads
+		d := h.submit("agent:b", statement.Stop, obj{"request_id": "s" + itoa(n), "workflow_id": "wf1", "step_id": "x" + itoa(n)}, opts{})
+		wantVerdict(t, "STOP with only dead grants", d, "denied/not_authorized")
+		h.flush()
+		h.e = authority.New(h.store)
+		t.Logf("STOP %d: %d records read, %d hints stored before", n, cs.loads, hints)
+		return cs.loads
+	}
+	first := stopCost(1)
+	second := stopCost(2)
+	third := stopCost(3)
+	if first < 200 {
+		t.Errorf("the first STOP read %d records; it should have walked the 200 dead grants", first)
+	}
+	if second > 30 || third > 30 {
+		t.Errorf("later STOPs read %d and %d records: the dead grants were walked again", second, third)
+	}
+	h.flush()
+	e, _ := replayAll(t, h.leaves)
+	got := dirtyMap(e)
+	for k := range got {
+		if authority.IsHint(k) {
+			t.Errorf("Dirty emitted hint %s", k)
+		}
+	}
+	sameState(t, h.allDirty, got, "ledger vs replay")
 }

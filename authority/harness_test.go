@@ -354,6 +354,9 @@ func (h *harness) afterLeaf() {
 
 // flush writes the engine's dirty records to its store and commits.
 func (h *harness) flush() {
+	// Hints go to the store, as the ledger keeps them, but not into
+	// allDirty: a replay does not derive them.
+	h.e.DirtyHints(func(k string, v []byte) { h.store[k] = slices.Clone(v) })
 	h.e.Dirty(func(k string, v []byte) {
 		h.store[k] = slices.Clone(v)
 		h.allDirty[k] = string(v)

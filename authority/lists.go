@@ -4,7 +4,8 @@ package authority
 // (DESIGN §4, Bounded cost): the STOPs in force on a workflow's chain or
 // on one of its steps, and the grants a key holds in a workflow. Each
 // change reads and writes a constant number of records; a decision reads
-// the head of a list.
+// the head of a list (for held grants, past dead ones it jumps over with
+// hints).
 
 // firstStop returns the earliest STOP in force on a workflow's chain (step
 // "") or on exactly one step, or nil.
@@ -60,40 +61,47 @@ func (e *Engine) unlinkStop(s *StopRec) {
 }
 
 // liveHeld returns the newest grant key holds in workflow wf that is live
-// now, and the ids of the dead grants newer than it, which the caller
-// drops with pruneHeld if its decision is accepted. A grant that dies of
-// its own REVOKE leaves the list at once (unlinkHeld); one that expires,
-// or whose ancestor is revoked, is walked past once and then dropped, so
-// over a log each grant is walked past a bounded number of times.
-func (c *check) liveHeld(keyID, wf string) (*GrantRec, []string) {
+// now, or nil. It walks the list from the newest grant. A grant that died
+// of its own REVOKE has left the list (unlinkHeld); one that expired, or
+// whose ancestor was revoked, is still on it, so the walk leaves hints
+// (HintRec) that let later walks jump past the dead grants it met: dead is
+// for good (a revocation is never undone, logged_at never goes backwards),
+// so a hint never hides a live grant. Hints are kept whatever the
+// decision, refused or denied too, so each dead grant is walked past a
+// bounded number of times over a log, not once per STOP.
+func (c *check) liveHeld(keyID, wf string) *GrantRec {
 	var dead []string
+	var live *GrantRec
 	for id := c.e.keyWF(keyID, wf).Newest; id != ""; {
 		g := c.e.Grant(id)
 		if g == nil {
 			break
 		}
 		if c.isLive(g) {
-			return g, dead
+			live = g
+			break
 		}
 		dead = append(dead, g.ID)
 		id = g.OlderHeld
+		if h := get[HintRec](c.e.st, hintKey(g.ID)); h != nil {
+			id = h.Next
+		}
 	}
-	return nil, dead
-}
-
-// pruneHeld drops dead grants from their grantee's list. Dead is for good
-// (a revocation is never undone, logged_at never goes backwards), so no
-// later decision can need them.
-func (e *Engine) pruneHeld(dead []string) {
+	next := ""
+	if live != nil {
+		next = live.ID
+	}
 	for _, id := range dead {
-		g := *e.Grant(id)
-		e.unlinkHeld(&g)
-		put(e.st, prefGrant+g.ID, &g)
+		if h := get[HintRec](c.e.st, hintKey(id)); h == nil || h.Next != next {
+			put(c.e.st, hintKey(id), &HintRec{Next: next})
+		}
 	}
+	return live
 }
 
 // unlinkHeld takes a grant out of its grantee's list. g is the caller's
-// copy, which it then puts.
+// copy, which it then puts. Its own links are kept: a hint may still lead
+// a walk to it, and from it the walk must reach every older grant.
 func (e *Engine) unlinkHeld(g *GrantRec) {
 	if g.OffHeld {
 		return
@@ -112,5 +120,5 @@ func (e *Engine) unlinkHeld(g *GrantRec) {
 		o.NewerHeld = g.NewerHeld
 		put(e.st, prefGrant+o.ID, &o)
 	}
-	g.NewerHeld, g.OlderHeld, g.OffHeld = "", "", true
+	g.OffHeld = true
 }

@@ -635,17 +635,13 @@ func (c *check) stop(s *statement.StopDoc) {
 		return
 	}
 	role := ""
-	var dead []string
 	switch {
 	case c.signer.Role == RoleAdmin:
 		role = "admin"
 	case c.keyID == wf.Owner:
 		role = "owner"
-	default:
-		var live *GrantRec
-		if live, dead = c.liveHeld(c.keyID, s.Workflow); live != nil {
-			role = "grantee"
-		}
+	case c.liveHeld(c.keyID, s.Workflow) != nil:
+		role = "grantee"
 	}
 	if role == "" {
 		c.deny(NotAuthorized, "signer %q is not the owner of workflow %q, the grantee of a live grant in it, or the admin", c.signer.Name, s.Workflow)
@@ -668,7 +664,6 @@ func (c *check) stop(s *statement.StopDoc) {
 		return
 	}
 	c.accept()
-	c.e.pruneHeld(dead)
 	c.e.pushStop(&StopRec{ID: s.RequestID, Index: c.index, Workflow: s.Workflow,
 		Scope: s.StopScope, Step: step, SignerKey: c.keyID, Role: role})
 	put(c.e.st, stopByKey(c.keyID, s.Workflow, step), &StopByRec{ID: s.RequestID})
@@ -718,10 +713,8 @@ func (c *check) resume(s *statement.ResumeDoc) {
 	// A grantee's right to STOP comes from a live grant, and so does its
 	// right to lift its own STOP: once its grants are revoked or expired,
 	// only the owner or the admin may (docs/DECISIONS.md).
-	var dead []string
 	if !isAdmin && stop.Role == "grantee" && c.keyID == stop.SignerKey {
-		var live *GrantRec
-		if live, dead = c.liveHeld(c.keyID, stop.Workflow); live == nil {
+		if c.liveHeld(c.keyID, stop.Workflow) == nil {
 			c.deny(NotAuthorized, "%s was signed by %q as a grantee, which no longer holds a live grant in workflow %q; only the workflow's owner or the admin may lift it now", stop.ID, c.signer.Name, stop.Workflow)
 			return
 		}
@@ -731,7 +724,6 @@ func (c *check) resume(s *statement.ResumeDoc) {
 		return
 	}
 	c.accept()
-	c.e.pruneHeld(dead)
 	ns := *stop
 	ns.Resumed, ns.ResumedBy = true, s.ResumeID
 	c.e.unlinkStop(&ns)

@@ -87,7 +87,7 @@ type GrantRec struct {
 	Spent       map[string]int64 `json:"spent,omitempty"`      // per limit key, this grant and below
 	// NewerHeld and OlderHeld link the grants its grantee holds in the
 	// workflow, newest first (KeyWorkflowRec.Newest heads the list).
-	// OffHeld is set once the grant is known dead and unlinked.
+	// OffHeld is set once its own REVOKE has taken it off the list.
 	NewerHeld string `json:"newer_held,omitempty"`
 	OlderHeld string `json:"older_held,omitempty"`
 	OffHeld   bool   `json:"off_held,omitempty"`
@@ -161,10 +161,27 @@ type PendingRec struct {
 type KeyWorkflowRec struct {
 	Held   int64 `json:"held,omitempty"` // grants ever made to the key
 	Issued bool  `json:"issued,omitempty"`
-	// Newest is the newest held grant not known to be dead; older ones
-	// follow GrantRec.OlderHeld.
+	// Newest is the newest held grant not revoked by its own REVOKE;
+	// older ones follow GrantRec.OlderHeld.
 	Newest string `json:"newest,omitempty"`
 }
+
+// HintRec lets a walk of a key's held grants jump from a dead grant to
+// the next grant older than it that was live when the hint was written
+// (Next "" : none). Hints are a cache, not state: a decision is the same
+// with or without them, replay does not reproduce them, and they are
+// neither compared nor emitted by Dirty (see DirtyHints, IsHint). Record
+// key: hintKey.
+type HintRec struct {
+	Next string `json:"next"`
+}
+
+// hintKey is the record key of a dead grant's hint.
+func hintKey(grantID string) string { return prefHint + grantID }
+
+// IsHint reports whether a record key names a hint, which stored state
+// holds but a replay of the log does not derive.
+func IsHint(key string) bool { return strings.HasPrefix(key, prefHint) }
 
 // FormatRec names the format of the state records, so that a build never
 // reads records written in another layout as if they were its own.
@@ -191,6 +208,7 @@ const (
 	prefStopIn = "stopin/"
 	prefStopBy = "stopby/"
 	keyFormat  = "format"
+	prefHint   = "hint/"
 	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/"
 )
 

@@ -104,7 +104,10 @@ func exportedSize(l *Ledger, outdir string, head Head) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("export: reading the existing checkpoint: %w", err)
 	}
-	c, err := merkle.OpenCheckpoint(old, l.Origin(), l.VerifierKey())
+	// An earlier export's checkpoint may be signed by a checkpoint key
+	// retired since; its root is checked against this log's below, which
+	// is the consistency a retired key's older checkpoints need.
+	c, _, err := l.keySet.OpenRetired(old)
 	if err != nil {
 		return 0, fmt.Errorf("export: %s holds a checkpoint that is not this log's (%v); export into an empty folder", outdir, err)
 	}

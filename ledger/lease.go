@@ -160,19 +160,19 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 // more is committed under it.
 func (l *Ledger) stepDown(reason string) {
 	l.lead.leaser.Drop()
+	// Learn who leads now, so that refusals can name it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ls, err := l.lead.leaser.Lease(ctx)
+	cancel()
 	if l.lead.epoch.Swap(0) != 0 {
 		l.lead.stepDowns.Add(1)
 		l.lead.mu.Lock()
-		l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
-		l.lead.mu.Unlock()
-		// Learn who leads now, so that refusals can name it.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if ls, err := l.lead.leaser.Lease(ctx); err == nil {
-			l.lead.mu.Lock()
+		if err == nil {
 			l.lead.last = ls
-			l.lead.mu.Unlock()
+		} else {
+			l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
 		}
-		cancel()
+		l.lead.mu.Unlock()
 		l.roleChanged()
 	}
 	_ = reason

@@ -543,6 +543,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	}
 	j.prover = l.prover.Over(tiles)
 	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
+	l.engine.DirtyHints(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()
 	b.Edge, b.Checkpoint = edge, cp
 	if b.From == 0 {

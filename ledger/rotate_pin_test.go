@@ -73,3 +73,36 @@ func TestRetiredKeyPinnedToRoot(t *testing.T) {
 		t.Fatalf("reopened without a recorded root, the key set is %q, want it to hold %q", l.VerifierKey(), pinned)
 	}
 }
+
+// TestExportAcrossRotation: an export made before a checkpoint key
+// rotation, whose checkpoint the old key alone signed, is brought up to
+// date after it: its root is this log's at its size.
+func TestExportAcrossRotation(t *testing.T) {
+	w := newWorld(t, Options{})
+	opts := Options{Clock: w.clock.Now}
+	w.enroll(newActor(t, "user:alice"))
+	out := t.TempDir()
+	if err := Export(w.l, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.enroll(newActor(t, "user:bob")) // the old key is retired at a later head
+	w.l.Close()
+	_, newPriv, _ := sign.GenerateKey()
+	if err := sign.WritePrivateKeyFile(filepath.Join(w.dir, "keys/checkpoint-2.key"), newPriv, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RotateCheckpointKey(w.dir, "keys/checkpoint-2.key", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FinishRotation(w.dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if w.l, err = Open(w.dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	w.enroll(newActor(t, "user:carol"))
+	if err := Export(w.l, out, nil); err != nil {
+		t.Fatalf("exporting over an export from before the rotation: %v", err)
+	}
+}

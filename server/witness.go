@@ -68,8 +68,10 @@ func (s *Server) RunWitnesses(ctx context.Context) error {
 		case lead, ok := <-leading:
 			switch {
 			case !ok:
+				// The signal's source ended (its context did): keep the
+				// current role until ctx ends, so that appends draining
+				// at shutdown still get their cosignatures.
 				leading = nil
-				stopRun()
 			case lead:
 				publish(s.l.Head())
 				startRun()

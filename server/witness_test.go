@@ -236,3 +236,46 @@ func fetchBundle(t *testing.T, lg *servertest.Log, index uint64) *verify.Bundle 
 	}
 	return b
 }
+
+// TestWitnessLeadership: the witness client runs only while
+// Options.Leading says this server leads the log.
+func TestWitnessLeadership(t *testing.T) {
+	logPub, logKey := servertest.Key(t)
+	vkey, err := merkle.VerifierKey(servertest.Origin, logPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := witnesstest.StartOmniwitness(t, "w1.test.example", witnesstest.Log{Origin: servertest.Origin, VKey: vkey})
+	p, err := witness.ParsePolicy([]byte(w.PolicyLine("w1") + "\nquorum w1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leading := make(chan bool, 1)
+	leading <- false
+	lg := servertest.StartKeyed(t, logKey, server.Options{WitnessPolicy: p, Leading: leading})
+	lg.Principal("user:alice")
+	cosigned := func() bool {
+		_, _, body := lg.Get("/checkpoint")
+		return p.Evaluate(body).Satisfied
+	}
+	time.Sleep(300 * time.Millisecond)
+	if cosigned() || lg.Server.WitnessStats().Answers != 0 {
+		t.Fatal("a follower sent checkpoints to the witness")
+	}
+	leading <- true
+	deadline := time.Now().Add(20 * time.Second)
+	for !cosigned() {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader's checkpoint was never cosigned")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	leading <- false
+	time.Sleep(100 * time.Millisecond) // the loop stops
+	answers := lg.Server.WitnessStats().Answers
+	lg.Principal("user:bob")
+	time.Sleep(300 * time.Millisecond)
+	if cosigned() || lg.Server.WitnessStats().Answers != answers {
+		t.Fatal("a server that stopped leading still sent checkpoints to the witness")
+	}
+}

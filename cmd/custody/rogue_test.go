@@ -29,6 +29,8 @@ type rogueCase struct {
 	Entry   *uint64 `json:"entry,omitempty"` // absent: the failure concerns no entry
 	Verify  string  `json:"verify_says"`
 	Audit   string  `json:"audit_says"`
+	// AuditCheck is the check custody audit names ("denial" when absent).
+	AuditCheck string `json:"audit_check,omitempty"`
 }
 
 // rogueFiles builds a case's files in memory, path -> bytes.
@@ -56,7 +58,7 @@ func rogueFiles(t *testing.T, tc testlog.RogueCase) map[string][]byte {
 	}
 	files["bundle.json"] = append(b, '\n')
 	files["log.vkey"] = []byte(strings.TrimSuffix(f.VerifierKey(), "\n") + "\n")
-	c := rogueCase{Name: tc.Name, Attack: tc.Attack, Defence: tc.Defence, Verify: tc.Verify, Audit: tc.Audit}
+	c := rogueCase{Name: tc.Name, Attack: tc.Attack, Defence: tc.Defence, Verify: tc.Verify, Audit: tc.Audit, AuditCheck: tc.AuditCheck}
 	if !f.NoEntry {
 		c.Entry = &bad
 	}
@@ -110,7 +112,11 @@ func TestRogueCases(t *testing.T) {
 			out := flat(v.stdout + v.stderr)
 			entry, finding := "", "checkpoint: "
 			if c.Entry != nil {
-				entry, finding = fmt.Sprintf("#%d ", *c.Entry), fmt.Sprintf("denial at entry %d: ", *c.Entry)
+				check := "denial"
+				if c.AuditCheck != "" {
+					check = c.AuditCheck
+				}
+				entry, finding = fmt.Sprintf("#%d ", *c.Entry), fmt.Sprintf("%s at entry %d: ", check, *c.Entry)
 			}
 			if v.code != exitVerify || !strings.Contains(out, entry) || !strings.Contains(out, c.Verify) {
 				t.Errorf("custody verify: exit %d, want %d with a line naming %q and saying %q:\n%s", v.code, exitVerify, entry, c.Verify, out)

@@ -18,6 +18,9 @@ type RogueCase struct {
 	Defence string // the rule that stops it, with its DESIGN section
 	// Verify and Audit are phrases the failure's sentence holds.
 	Verify, Audit string
+	// AuditCheck is the check custody audit's finding names: "denial"
+	// when empty, "decision" for a statement the log should have denied.
+	AuditCheck string
 	// Build forges the log.
 	Build func(tb testing.TB) Forged
 }
@@ -156,7 +159,7 @@ func RogueDenialCases() []RogueCase {
 
 // RogueCases lists every case of testdata/adversarial/rogue.
 func RogueCases() []RogueCase {
-	return append(RogueDenialCases(), RogueKeyCases()...)
+	return append(append(RogueDenialCases(), RogueKeyCases()...), RogueAuthorityCases()...)
 }
 
 func retiredLine(tb testing.TB, vkey string, size uint64, root merkle.Hash) string {

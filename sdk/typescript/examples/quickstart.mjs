@@ -23,14 +23,25 @@ const agent = new Runtime(client, key, {
   },
 });
 
+// Your irreversible step. Here it only waits a moment, honouring signal.
+async function book(signal) {
+  signal.throwIfAborted(); // a STOP may have come before we listen
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, 100);
+    signal.addEventListener("abort", () => { clearTimeout(t); reject(signal.reason); }, { once: true });
+  });
+  return "PNR-7Q2X";
+}
+
 try {
   const ex = await agent.execute(
     { stepId: "step_3", action: "purchase", target: "airline_portal/account_123", auth: process.env.CUSTODY_GRANT ?? "confirm_42c1", reserve: { budget_usd: 742 } },
     async (signal) => {
       // The irreversible step runs only now: the pending receipt is durable
-      // and verified. Pass signal on, so a STOP aborts the work.
-      const res = await fetch("https://example.com/", { signal });
-      return { consumed: { budget_usd: 742 }, sideEffects: { http_status: String(res.status) } };
+      // and verified. Pass signal on (to fetch, your SDK calls, ...), so a
+      // STOP aborts the work.
+      const booking = await book(signal);
+      return { consumed: { budget_usd: 742 }, sideEffects: { booking } };
     },
   );
   console.log("done; outcome at index", ex.outcome.index);

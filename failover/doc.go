@@ -1,0 +1,15 @@
+// Package failover holds the tests of many custody servers on one
+// PostgreSQL log, run as real processes: a paused leader is fenced, the
+// leader is killed under load and another takes over without losing or
+// duplicating an acknowledged entry, and the database goes away and comes
+// back. It has no code of its own.
+//
+// The tests need a PostgreSQL server (CUSTODY_TEST_PG, see
+// storage/storagetest) and, for the database-away test, the PostgreSQL
+// binaries to run a cluster of their own (scripts/postgres.sh). They skip
+// without them, except when CI is set.
+//
+// CUSTODY_FAILOVER_KILLS sets how many times the failover test kills the
+// leader (default 3; the long mode is 20 or more), CUSTODY_FAILOVER_CLIENTS
+// how many clients append (default 64).
+package failover

@@ -1,0 +1,426 @@
+package gate_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/server/servertest"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// mcpParts installs (once, cached under .cache/mcp) the npm parts the
+// end-to-end test drives: the reference filesystem and everything
+// servers and the TypeScript SDK. Without node or npm the test skips on
+// a developer's machine and fails under CI.
+func mcpParts(t *testing.T) string {
+	t.Helper()
+	need := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (set CI to make this a failure)", args...)
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			need("%s is not installed: the MCP end-to-end test needs it", tool)
+		}
+	}
+	out, err := exec.Command("bash", "../scripts/mcp.sh").Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		need("scripts/mcp.sh: %v %s", err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// buildCustody builds the custody command into a temporary folder.
+func buildCustody(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "custody")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/custodylog/custody/cmd/custody")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("building custody: %v", err)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// agentProc is the TypeScript agent, driven line by line.
+type agentProc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	mu    sync.Mutex
+	next  int
+	waits map[int]chan map[string]any
+	prog  map[int]chan map[string]any
+	ev    chan map[string]any
+}
+
+func startAgent(t *testing.T, dir string, gateArgs []string) *agentProc {
+	t.Helper()
+	args := append([]string{"testdata/agent.mjs", "--"}, gateArgs...)
+	cmd := exec.Command("node", args...)
+	cmd.Env = append(os.Environ(), "CUSTODY_MCP_DIR="+dir)
+	cmd.Stderr = &testWriter{t: t}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProc{t: t, cmd: cmd, in: in, waits: map[int]chan map[string]any{}, prog: map[int]chan map[string]any{}, ev: make(chan map[string]any, 64)}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Logf("agent: %s", sc.Text())
+				continue
+			}
+			id, ok := m["id"].(float64)
+			if !ok {
+				a.ev <- m
+				continue
+			}
+			a.mu.Lock()
+			ch := a.waits[int(id)]
+			if _, isProgress := m["progress"]; isProgress {
+				ch = a.prog[int(id)]
+			}
+			a.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		}
+	}()
+	select {
+	case m := <-a.ev:
+		if m["event"] != "connected" {
+			t.Fatalf("agent: %v", m)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent did not connect to the gate")
+	}
+	return a
+}
+
+// send sends a request and returns the channels of its answer and its
+// progress notifications.
+func (a *agentProc) send(req map[string]any) (answer, progress chan map[string]any) {
+	a.mu.Lock()
+	a.next++
+	id := a.next
+	answer, progress = make(chan map[string]any, 1), make(chan map[string]any, 64)
+	a.waits[id], a.prog[id] = answer, progress
+	a.mu.Unlock()
+	req["id"] = id
+	b, _ := json.Marshal(req)
+	if _, err := a.in.Write(append(b, '\n')); err != nil {
+		a.t.Fatal(err)
+	}
+	return answer, progress
+}
+
+func (a *agentProc) wait(ch chan map[string]any) map[string]any {
+	a.t.Helper()
+	select {
+	case m := <-ch:
+		if e, ok := m["error"]; ok {
+			a.t.Fatalf("agent: %v", e)
+		}
+		return m
+	case <-time.After(90 * time.Second):
+		a.t.Fatal("no answer from the agent")
+	}
+	return nil
+}
+
+// call makes a tool call and returns isError and the text.
+func (a *agentProc) call(tool string, args map[string]any) (bool, string) {
+	a.t.Helper()
+	ch, _ := a.send(map[string]any{"op": "call", "tool": tool, "args": args})
+	m := a.wait(ch)
+	return m["isError"] == true, fmt.Sprint(m["text"])
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestEndToEndNPM drives custody gate with real MCP parts nobody here
+// wrote: the TypeScript SDK's Client as the agent, over stdio, and the
+// reference filesystem server (spawned over stdio) and everything server
+// (over streamable HTTP) upstream.
+func TestEndToEndNPM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := mcpParts(t)
+	bin := buildCustody(t)
+	ctx := context.Background()
+
+	lg := servertest.Start(t, server.Options{})
+	owner := lg.Principal("user:alice")
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"allowed", "other"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsTarget := "fs/" + strings.TrimLeft(root, "/")
+	pub, priv := servertest.Key(t)
+	grant := "confirm_e2e"
+	if _, err := owner.Confirm(ctx, client.Grant{ID: grant, Workflow: "wf_e2e", Grantee: "agent:e2e", GranteeKey: pub,
+		Targets: []string{fsTarget + "/allowed/*", "ops/*"}, Capabilities: []string{"fs.read", "fs.write", "ops.run"},
+		Limits: map[string]int64{"writes": 2}, TTL: time.Hour, Revocable: true}); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	keyFile, vkeyFile, cfgFile := filepath.Join(work, "agent.pem"), filepath.Join(work, "log.vkey"), filepath.Join(work, "gate.json")
+	if err := sign.WritePrivateKeyFile(keyFile, priv, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vkeyFile, []byte(lg.VKey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"tools": {
+	  "write_file": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
+	  "read_text_file": {"capability": "fs.read", "target": "fs/{path}"},
+	  "trigger-long-running-operation": {"capability": "ops.run", "target": "ops/long", "step": "long"},
+	  "echo": {"capability": "ops.run", "target": "ops/echo"}
+	 },
+	 "passthrough": ["list_allowed_directories"]}`
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// server-everything over streamable HTTP.
+	port := freePort(t)
+	every := exec.Command("node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+	every.Env = append(os.Environ(), "PORT="+port)
+	every.Stderr = &testWriter{t: t}
+	if err := every.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { every.Process.Kill(); every.Wait() })
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 300 {
+			t.Fatal("server-everything did not start")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	a := startAgent(t, dir, []string{bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
+		"--grant", grant, "--config", cfgFile, "--stream-timeout", "2s",
+		"--upstream-url", "http://127.0.0.1:" + port + "/mcp",
+		"--", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root})
+
+	// tools/list shows what the grant could allow, from both upstreams.
+	m := a.wait(first(a.send(map[string]any{"op": "list"})))
+	tools := fmt.Sprint(m["tools"])
+	for _, want := range []string{"write_file", "read_text_file", "list_allowed_directories", "trigger-long-running-operation", "echo"} {
+		if !strings.Contains(tools, want) {
+			t.Errorf("tools/list lacks %s: %s", want, tools)
+		}
+	}
+	for _, hidden := range []string{"create_directory", "move_file", "get-sum"} {
+		if strings.Contains(tools, hidden) {
+			t.Errorf("tools/list shows %s, which the grant never allows: %s", hidden, tools)
+		}
+	}
+
+	// An allowed call reaches the server and leaves a pending and an
+	// outcome receipt.
+	a1 := filepath.Join(root, "allowed", "a.txt")
+	if isErr, text := a.call("write_file", map[string]any{"path": a1, "content": "hello"}); isErr {
+		t.Fatalf("allowed write: %s", text)
+	}
+	if b, err := os.ReadFile(a1); err != nil || string(b) != "hello" {
+		t.Fatalf("the allowed write did not happen: %v %q", err, b)
+	}
+	if isErr, text := a.call("read_text_file", map[string]any{"path": a1}); isErr || !strings.Contains(text, "hello") {
+		t.Fatalf("allowed read: %s", text)
+	}
+	if isErr, text := a.call("list_allowed_directories", nil); isErr || !strings.Contains(text, root) {
+		t.Fatalf("passthrough: %s", text)
+	}
+
+	// Out of scope: another path, another tool. Nothing happens upstream.
+	other := filepath.Join(root, "other", "b.txt")
+	if isErr, text := a.call("write_file", map[string]any{"path": other, "content": "no"}); !isErr || !strings.HasPrefix(text, "out_of_scope: ") {
+		t.Fatalf("write to another path: %v %s", isErr, text)
+	}
+	newDir := filepath.Join(root, "allowed", "newdir")
+	if isErr, text := a.call("create_directory", map[string]any{"path": newDir}); !isErr || !strings.HasPrefix(text, "unmapped_tool: ") {
+		t.Fatalf("another tool: %v %s", isErr, text)
+	}
+	if isErr, text := a.call("get-sum", map[string]any{"a": 1, "b": 2}); !isErr || !strings.HasPrefix(text, "unmapped_tool: ") {
+		t.Fatalf("an unmapped tool of the HTTP upstream: %v %s", isErr, text)
+	}
+	for _, p := range []string{other, newDir} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s exists: a refused call had an effect", p)
+		}
+	}
+
+	// The ledger down: nothing is forwarded. Then it comes back.
+	addr := lg.HTTP.Listener.Addr().String()
+	lg.HTTP.CloseClientConnections()
+	lg.HTTP.Close()
+	down := filepath.Join(root, "allowed", "down.txt")
+	if isErr, text := a.call("write_file", map[string]any{"path": down, "content": "x"}); !isErr || !strings.HasPrefix(text, "ledger_unavailable: ") {
+		t.Fatalf("ledger down: %v %s", isErr, text)
+	}
+	if _, err := os.Stat(down); !os.IsNotExist(err) {
+		t.Fatal("a call was forwarded while the ledger was down")
+	}
+	restartLedger(t, lg, addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		isErr, text := a.call("echo", map[string]any{"message": "back"})
+		if !isErr {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate did not recover after the ledger restarted: %s", text)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A STOP during a slow call cancels it; progress reached the agent.
+	ans, prog := a.send(map[string]any{"op": "call", "tool": "trigger-long-running-operation",
+		"args": map[string]any{"duration": 60, "steps": 120}, "progress": true})
+	select {
+	case <-prog:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress notification reached the agent")
+	}
+	stopAt := time.Now()
+	stop, err := owner.Stop(ctx, client.StopSpec{Workflow: "wf_e2e", Reason: "halt the long operation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = a.wait(ans)
+	if m["isError"] != true || !strings.HasPrefix(fmt.Sprint(m["text"]), "workflow_stopped: ") || !strings.Contains(fmt.Sprint(m["text"]), "halt the long operation") {
+		t.Fatalf("the stopped call: %v", m)
+	}
+	if d := time.Since(stopAt); d > 20*time.Second {
+		t.Fatalf("the STOP took %s to end the call", d)
+	}
+	// Under the STOP, calls are denied; after the RESUME they pass.
+	if isErr, text := a.call("echo", map[string]any{"message": "x"}); !isErr || !strings.HasPrefix(text, "workflow_stopped: ") {
+		t.Fatalf("a call under the STOP: %v %s", isErr, text)
+	}
+	if _, err := owner.Append(ctx, &statement.ResumeDoc{ResumeID: "resume_e2e", Workflow: "wf_e2e", StopRef: stop.Statement.ID()}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Over budget: two writes are allowed; one is spent.
+	c1, c2 := filepath.Join(root, "allowed", "c.txt"), filepath.Join(root, "allowed", "d.txt")
+	if isErr, text := a.call("write_file", map[string]any{"path": c1, "content": "c"}); isErr {
+		t.Fatalf("second write: %s", text)
+	}
+	if isErr, text := a.call("write_file", map[string]any{"path": c2, "content": "d"}); !isErr || !strings.HasPrefix(text, "limit_exceeded: ") {
+		t.Fatalf("over budget: %v %s", isErr, text)
+	}
+	if _, err := os.Stat(c2); !os.IsNotExist(err) {
+		t.Fatal("the over-budget write happened")
+	}
+	a.wait(first(a.send(map[string]any{"op": "close"})))
+
+	// The receipts: every forwarded call has a pending then an outcome;
+	// custody verify accepts the workflow's bundle.
+	var pendings, outcomes int
+	var last uint64
+	size := lg.Ledger.Head().Size
+	for i := uint64(0); i < size; i++ {
+		e, err := lg.Ledger.Entry(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := e.Statement.(*statement.ReceiptDoc); ok {
+			last = i
+			if r.Result == statement.ResultPending {
+				pendings++
+			} else {
+				outcomes++
+				if r.Target == fsTarget+"/allowed/a.txt" && (r.Result != statement.ResultSuccess || len(r.EvidenceRefs) != 1) {
+					t.Errorf("outcome of the first write: %+v", r)
+				}
+			}
+		}
+	}
+	if pendings < 5 || pendings != outcomes {
+		t.Fatalf("%d pending and %d outcome receipts", pendings, outcomes)
+	}
+	b, err := lg.Ledger.Prove(last, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := b.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(work, "wf_e2e.bundle.json")
+	if err := os.WriteFile(bundle, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "verify", bundle, "--log-key", vkeyFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("custody verify: %v\n%s", err, out)
+	}
+	t.Logf("custody verify: %s", firstLine(string(out)))
+}
+
+func first(a, _ chan map[string]any) chan map[string]any { return a }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -1,0 +1,999 @@
+// Package gate is custody's MCP proxy: an agent connects to the gate
+// instead of to its MCP servers, and every tools/call becomes a step that
+// the ledger authorises before it reaches a server.
+//
+// # What it promises
+//
+// The gate serves MCP to the agent (stdio or streamable HTTP) and is an
+// MCP client of one or more upstream servers (spawned over stdio, or
+// reached by streamable HTTP). It mirrors what the upstreams offer —
+// tools, resources, resource templates, prompts, completions, resource
+// subscriptions, log messages, progress and cancellation — and follows
+// their list_changed notifications. It gates tools/call:
+//
+//   - A tool the configuration maps (Config) becomes a step: the gate
+//     writes the pending RECEIPT (action, target and step from the
+//     mapping, the reserve, under the configured grant), signed with the
+//     agent's key, and forwards the call only after the ledger durably
+//     accepted it and the workflow's event stream is connected. Afterwards
+//     it writes the outcome RECEIPT: success or failure, consumed (the
+//     reserve), a short side_effects summary and the SHA-256 of the result
+//     in evidence_refs.
+//   - A denial, an unreachable ledger or event stream, an argument that
+//     makes no identifier, or a tool with no mapping is answered to the
+//     agent as a tool result with isError set, whose text starts with a
+//     reason code ("out_of_scope: ..."); the upstream never sees the call.
+//   - A STOP that covers a call in flight cancels it upstream (MCP
+//     notifications/cancelled) and the agent gets the STOP's reason. The
+//     ledger refuses later pending receipts while the STOP is in force, so
+//     later calls are refused too, until a RESUME.
+//   - A tool in the configuration's passthrough list is forwarded ungated;
+//     the gate says so at start.
+//
+// # What it does not promise
+//
+// The gate authorises calls; it cannot see what a server does with one.
+// A target derived from an argument (fs/{path}) is what the agent asked
+// for: a server that follows symbolic links, or reads a relative path
+// against its own folder, may touch something else. Sampling, elicitation
+// and roots requests from an upstream are not forwarded to the agent.
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
+)
+
+// Upstream is one MCP server behind the gate: a command spawned over
+// stdio, or a streamable HTTP URL.
+type Upstream struct {
+	Name    string   // for messages (default: the command or URL)
+	Command []string // program and arguments
+	URL     string   // streamable HTTP endpoint, instead of Command
+}
+
+func (u Upstream) label() string {
+	switch {
+	case u.Name != "":
+		return u.Name
+	case u.URL != "":
+		return u.URL
+	case len(u.Command) > 0:
+		return u.Command[0]
+	}
+	return "upstream"
+}
+
+// Options configure a Gate.
+type Options struct {
+	Config    *Config
+	Runtime   *client.Runtime // signs as the agent
+	Grant     string          // the id of the grant the agent acts under
+	Upstreams []Upstream
+	// Logger gets the gate's own messages (default: discarded).
+	Logger *slog.Logger
+	// Stderr receives spawned upstreams' standard error (default
+	// os.Stderr).
+	Stderr io.Writer
+	// StreamTimeout bounds how long a call waits for the workflow's event
+	// stream before it is refused (default 5s).
+	StreamTimeout time.Duration
+	// Version is the gate's MCP implementation version.
+	Version string
+}
+
+// Gate is a running proxy. Serve it with Server (mcp.Server.Run or
+// mcp.NewStreamableHTTPHandler); Close ends it.
+type Gate struct {
+	cfg     *Config
+	rt      *client.Runtime
+	c       *client.Client
+	log     *slog.Logger
+	stderr  io.Writer
+	version string
+	timeout time.Duration
+
+	grantID   string
+	grant     *statement.Grant
+	workflow  string
+	scopeHash string
+	inForce   map[string]bool // limit keys in force on the grant's chain
+
+	server *mcp.Server   // set once, before ready is closed
+	ready  chan struct{} // closed once server is set
+	ups    []*upstream
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	stepN atomic.Uint64
+
+	streamMu  sync.Mutex
+	connected bool          // guarded by streamMu: the event stream is up
+	streamUp  chan struct{} // guarded by streamMu: closed when connected
+
+	mu       sync.Mutex
+	owner    map[string]*upstream          // guarded by mu: tool name -> upstream
+	rowner   map[string]*upstream          // guarded by mu: resource URI or template -> upstream
+	powner   map[string]*upstream          // guarded by mu: prompt name -> upstream
+	inflight map[*call]struct{}            // guarded by mu
+	progress map[string]*mcp.ServerSession // guarded by mu: progress token -> agent session
+}
+
+// call is a gated tools/call in flight.
+type call struct {
+	workflow, step string
+	cancel         context.CancelCauseFunc
+}
+
+// covers reports whether a STOP applies to the call (as client.Step does:
+// a chain STOP of its workflow, or a step STOP of its step or above it).
+func (c *call) covers(stop *statement.StopDoc) bool {
+	if stop.Workflow != c.workflow {
+		return false
+	}
+	return stop.StopScope == statement.StopChain || c.step == stop.StepID || strings.HasPrefix(c.step, stop.StepID+"/")
+}
+
+// New reads the grant, connects to every upstream, mirrors what they
+// offer and starts following the workflow's event stream. It fails when
+// the grant is not the runtime's, a reserve names a limit not in force,
+// or an upstream cannot be reached.
+func New(ctx context.Context, o Options) (*Gate, error) {
+	if o.Config == nil || o.Runtime == nil || o.Grant == "" || len(o.Upstreams) == 0 {
+		return nil, errors.New("gate: a config, a runtime, a grant and at least one upstream are needed")
+	}
+	g := &Gate{cfg: o.Config, rt: o.Runtime, c: o.Runtime.Client(), log: o.Logger, stderr: o.Stderr,
+		version: o.Version, timeout: o.StreamTimeout, grantID: o.Grant, inForce: map[string]bool{},
+		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
+		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{}, streamUp: make(chan struct{}),
+		done: make(chan struct{}), ready: make(chan struct{})}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.stderr == nil {
+		g.stderr = os.Stderr
+	}
+	if g.timeout <= 0 {
+		g.timeout = 5 * time.Second
+	}
+	if g.version == "" {
+		g.version = "dev"
+	}
+	if err := g.readGrant(ctx); err != nil {
+		return nil, err
+	}
+	for _, name := range g.cfg.Passthrough {
+		g.log.Warn("passthrough: calls of this tool are forwarded ungated, with no receipt", "tool", name)
+	}
+
+	for _, u := range o.Upstreams {
+		up, err := g.connect(ctx, u)
+		if err != nil {
+			g.closeUpstreams()
+			return nil, err
+		}
+		g.ups = append(g.ups, up)
+	}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "custody-gate", Version: g.version}, g.serverOptions())
+	g.server.AddReceivingMiddleware(g.middleware)
+	close(g.ready)
+	for _, up := range g.ups {
+		if err := g.sync(ctx, up); err != nil {
+			g.closeUpstreams()
+			return nil, err
+		}
+	}
+
+	head, _, err := g.c.Head(ctx)
+	if err != nil {
+		g.closeUpstreams()
+		return nil, fmt.Errorf("gate: reaching the ledger at %s: %w", g.c.URL(), err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go g.watch(wctx, head.Size-1)
+	return g, nil
+}
+
+// Server is the MCP server the agent talks to.
+func (g *Gate) Server() *mcp.Server { return g.server }
+
+// Workflow is the grant's workflow.
+func (g *Gate) Workflow() string { return g.workflow }
+
+// Close stops following the event stream and closes every upstream.
+func (g *Gate) Close() error {
+	if g.cancel != nil {
+		g.cancel()
+		<-g.done
+	}
+	g.closeUpstreams()
+	return nil
+}
+
+func (g *Gate) closeUpstreams() {
+	for _, up := range g.ups {
+		up.cs.Close()
+	}
+}
+
+// readGrant fetches the grant, checks that the runtime's key is its
+// grantee, and collects the limit keys in force on its chain.
+func (g *Gate) readGrant(ctx context.Context) error {
+	id := g.grantID
+	for depth := 0; id != ""; depth++ {
+		if depth > 16 {
+			return fmt.Errorf("gate: grant %s: chain longer than 16", g.grantID)
+		}
+		e, err := g.c.Statement(ctx, id)
+		if err != nil {
+			return fmt.Errorf("gate: reading grant %s from %s: %w", id, g.c.URL(), err)
+		}
+		k := statement.Kind(e.Kind)
+		if k != statement.Confirm && k != statement.Delegate {
+			return fmt.Errorf("gate: %s is a %s, not a CONFIRM or DELEGATE", id, e.Kind)
+		}
+		st, err := statement.Parse(k, e.Statement)
+		if err != nil {
+			return fmt.Errorf("gate: grant %s: %w", id, err)
+		}
+		gr := statement.GrantOf(st)
+		if g.grant == nil {
+			g.grant = gr
+			if gr.Grantee.PublicKey != sign.EncodePublicKey(g.rt.PublicKey()) {
+				return fmt.Errorf("gate: the key given (%s) is not the grantee of %s (%s)", sign.KeyID(g.rt.PublicKey()), id, gr.Grantee.Name)
+			}
+		}
+		for k := range gr.Limits {
+			g.inForce[k] = true
+		}
+		id = ""
+		if d, ok := st.(*statement.DelegateDoc); ok {
+			id = d.ParentRef
+		}
+	}
+	g.workflow, g.scopeHash = g.grant.Scope.WorkflowID, g.grant.ScopeHash
+	for name, r := range g.cfg.Tools {
+		for k := range r.Reserve {
+			if !g.inForce[k] {
+				return fmt.Errorf("gate config: tool %q reserves %q, which is not a limit of grant %s or its ancestors (the ledger would refuse every call)", name, k, g.grantID)
+			}
+		}
+	}
+	return nil
+}
+
+// mayAllow reports whether the grant could ever allow some call of tool:
+// its capability is covered, its target and step templates could make an
+// identifier the grant covers, and no reserve exceeds the grant's limit.
+func (g *Gate) mayAllow(tool string) bool {
+	if g.cfg.Passes(tool) {
+		return true
+	}
+	r, ok := g.cfg.Tools[tool]
+	if !ok {
+		return false
+	}
+	sc := g.grant.Scope
+	if !scope.Covers(sc.Capabilities, r.Capability) || !anyMay(sc.Targets, r.target) {
+		return false
+	}
+	step := r.step
+	if step == nil {
+		step = &Template{parts: []part{{lit: tool + "/"}, {arg: "n"}}}
+	}
+	if sc.StepIDs != nil && !anyMay(sc.StepIDs, step) {
+		return false
+	}
+	for k, v := range r.Reserve {
+		if lim, ok := g.grant.Limits[k]; ok && v > lim {
+			return false
+		}
+	}
+	return true
+}
+
+// anyMay reports whether some pattern of set could match an identifier
+// the template makes.
+func anyMay(set []string, t *Template) bool {
+	prefix, whole := t.Prefix()
+	for _, p := range set {
+		switch {
+		case whole:
+			if scope.Match(p, prefix) {
+				return true
+			}
+		case p == "*":
+			return true
+		case strings.HasSuffix(p, "/*"):
+			base := strings.TrimSuffix(p, "*")
+			if strings.HasPrefix(prefix, base) || strings.HasPrefix(base, prefix) {
+				return true
+			}
+		default:
+			if strings.HasPrefix(p, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// middleware is a receiving middleware: a tools/call of a tool no
+// upstream offers is refused like any other (a tool result, not a
+// protocol error), and tools/list shows only the tools the grant could
+// ever allow, when the configuration says so.
+func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if cr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && cr.Params != nil {
+			g.mu.Lock()
+			up := g.owner[cr.Params.Name]
+			g.mu.Unlock()
+			if up == nil {
+				return Refusal(CodeUnmapped, "no upstream server offers tool %q", cr.Params.Name), nil
+			}
+		}
+		res, err := next(ctx, method, req)
+		if method != "tools/list" || err != nil || !g.cfg.Filter() {
+			return res, err
+		}
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, err
+		}
+		out := *lr
+		out.Tools = nil
+		for _, t := range lr.Tools {
+			if g.mayAllow(t.Name) {
+				out.Tools = append(out.Tools, t)
+			}
+		}
+		if out.Tools == nil {
+			out.Tools = []*mcp.Tool{}
+		}
+		return &out, nil
+	}
+}
+
+// Refusal is a tool result that refuses a call: isError, and a text that
+// starts with the reason code.
+func Refusal(code, format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: code + ": " + fmt.Sprintf(format, args...)}}}
+}
+
+// Reason codes of the gate's own refusals (the ledger's denials keep
+// theirs: out_of_scope, limit_exceeded, workflow_stopped, ...).
+const (
+	CodeUnmapped     = "unmapped_tool"      // no mapping, not passed through
+	CodeBadArguments = "bad_arguments"      // a template could not be filled
+	CodeUnavailable  = "ledger_unavailable" // no durable answer, or no event stream
+	CodeUpstream     = "upstream_error"     // the upstream failed the call
+	CodeCancelled    = "cancelled"          // the agent cancelled the call
+)
+
+// callTool gates one tools/call.
+func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	g.mu.Lock()
+	up := g.owner[name]
+	g.mu.Unlock()
+	if up == nil {
+		return Refusal(CodeUnmapped, "no upstream server offers tool %q", name), nil
+	}
+	params := &mcp.CallToolParams{Meta: hop(req.Params.Meta), Name: name}
+	if len(req.Params.Arguments) > 0 {
+		params.Arguments = req.Params.Arguments
+	}
+	if tok := params.GetProgressToken(); tok != nil && req.Session != nil {
+		key := fmt.Sprint(tok)
+		g.mu.Lock()
+		g.progress[key] = req.Session
+		g.mu.Unlock()
+		defer func() { g.mu.Lock(); delete(g.progress, key); g.mu.Unlock() }()
+	}
+	if g.cfg.Passes(name) {
+		res, err := up.cs.CallTool(ctx, params)
+		if err != nil {
+			return Refusal(CodeUpstream, "%s: %v", up.name, err), nil
+		}
+		return res, nil
+	}
+	rule, ok := g.cfg.Tools[name]
+	if !ok {
+		return Refusal(CodeUnmapped, "tool %q has no mapping in the gate's configuration and is not in its passthrough list", name), nil
+	}
+	var args map[string]json.RawMessage
+	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return Refusal(CodeBadArguments, "tool %q: the arguments are not a JSON object: %v", name, err), nil
+		}
+	}
+	target, err := rule.target.Render(args)
+	if err != nil {
+		return Refusal(CodeBadArguments, "tool %q: target %s: %v", name, rule.target, err), nil
+	}
+	step := name + "/" + strconv.FormatUint(g.stepN.Add(1), 10)
+	if rule.step != nil {
+		if step, err = rule.step.Render(args); err != nil {
+			return Refusal(CodeBadArguments, "tool %q: step %s: %v", name, rule.step, err), nil
+		}
+	} else if err := scope.CheckIdentifier(step); err != nil {
+		return Refusal(CodeBadArguments, "tool %q: the default step id %s: %v (give the tool a step template)", name, step, err), nil
+	}
+	reserve := map[string]int64{}
+	for k := range g.inForce {
+		reserve[k] = 0
+	}
+	for k, v := range rule.Reserve {
+		reserve[k] = v
+	}
+	if len(reserve) == 0 {
+		reserve = nil
+	}
+
+	// Register before the pending receipt is written: every STOP logged
+	// after it reaches this call.
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c := &call{workflow: g.workflow, step: step, cancel: cancel}
+	g.mu.Lock()
+	g.inflight[c] = struct{}{}
+	g.mu.Unlock()
+	defer func() { g.mu.Lock(); delete(g.inflight, c); g.mu.Unlock() }()
+
+	pending := &statement.ReceiptDoc{ReceiptID: client.NewID("receipt"), Workflow: g.workflow, StepID: step, Action: rule.Capability,
+		Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve}
+	if _, err := g.rt.Receipt(ctx, pending); err != nil {
+		var de *client.DeniedError
+		if errors.As(err, &de) {
+			return Refusal(de.Receipt.ReasonCode, "%s (DENIAL at index %d; the call was not forwarded)", de.Receipt.Reason, de.Receipt.Index), nil
+		}
+		var re *client.RefusedError
+		if errors.As(err, &re) {
+			return Refusal(re.ReasonCode, "%s (nothing was logged; the call was not forwarded)", re.Reason), nil
+		}
+		return Refusal(CodeUnavailable, "the pending receipt was not durably accepted, so the call was not forwarded: %v", err), nil
+	}
+	out := outcome{doc: &statement.ReceiptDoc{Workflow: g.workflow, StepID: step, Action: rule.Capability, Target: target,
+		AuthorizationRef: g.grantID, ScopeHash: g.scopeHash, PendingRef: pending.ReceiptID, Consumed: rule.Reserve},
+		side: map[string]string{"tool": name, "server": up.name}}
+	if err := g.awaitStream(ctx); err != nil {
+		out.fail("not executed: " + err.Error())
+		g.writeOutcome(ctx, &out)
+		return Refusal(CodeUnavailable, "%v; the call was not forwarded", err), nil
+	}
+
+	res, err := up.cs.CallTool(fctx, params)
+	var stopped *client.StoppedError
+	errors.As(context.Cause(fctx), &stopped)
+	switch {
+	case stopped != nil:
+		out.side["result"] = "cancelled by STOP " + stopped.Stop.RequestID
+		out.fail(stopped.Error())
+	case err != nil && ctx.Err() != nil:
+		out.side["result"] = "cancelled by the agent"
+		out.fail("cancelled by the agent: " + ctx.Err().Error())
+	case err != nil:
+		out.side["result"] = "upstream error"
+		out.fail(err.Error())
+	case res.IsError:
+		out.side["result"] = "tool error"
+		out.fail(firstText(res))
+		out.evidence(res)
+	default:
+		out.side["result"] = "ok"
+		out.doc.Result = statement.ResultSuccess
+		out.evidence(res)
+	}
+	if oerr := g.writeOutcome(ctx, &out); oerr != nil {
+		g.log.Error("the call ran but its outcome receipt was not logged", "tool", name, "pending", pending.ReceiptID, "err", oerr)
+	}
+	switch {
+	case stopped != nil:
+		code := "workflow_stopped"
+		if stopped.Stop.StopScope == statement.StopStep {
+			code = "step_stopped"
+		}
+		return Refusal(code, "%s (the call was cancelled upstream)", stopped.Error()), nil
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return Refusal(CodeUpstream, "%s: %v", up.name, err), nil
+	}
+	return res, nil
+}
+
+// outcome is an outcome receipt being filled.
+type outcome struct {
+	doc  *statement.ReceiptDoc
+	side map[string]string
+}
+
+func (o *outcome) fail(msg string) {
+	o.doc.Result = statement.ResultFailure
+	if len(msg) > 1024 {
+		msg = msg[:1024] + "…"
+	}
+	if msg == "" {
+		msg = "the tool reported an error"
+	}
+	o.doc.Error = strings.ToValidUTF8(msg, "?")
+}
+
+// evidence records the SHA-256 of the result's JSON.
+func (o *outcome) evidence(res *mcp.CallToolResult) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return
+	}
+	sum := sha256.Sum256(b)
+	o.doc.EvidenceRefs = []string{"sha256:" + hex.EncodeToString(sum[:])}
+}
+
+func (g *Gate) writeOutcome(ctx context.Context, o *outcome) error {
+	o.doc.SideEffects = o.side
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := g.rt.Receipt(octx, o.doc)
+	return err
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// awaitStream waits (at most the stream timeout) for the workflow's event
+// stream to be connected.
+func (g *Gate) awaitStream(ctx context.Context) error {
+	g.streamMu.Lock()
+	up, ch := g.connected, g.streamUp
+	g.streamMu.Unlock()
+	if up {
+		return nil
+	}
+	t := time.NewTimer(g.timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("no event stream for workflow %s within %s, so a STOP could not reach the call", g.workflow, g.timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *Gate) setConnected(up bool) {
+	g.streamMu.Lock()
+	defer g.streamMu.Unlock()
+	if up == g.connected {
+		return
+	}
+	g.connected = up
+	if up {
+		close(g.streamUp)
+	} else {
+		g.streamUp = make(chan struct{})
+	}
+}
+
+// watch follows the workflow's event stream from after, reconnecting
+// with the last index seen, and cancels the calls a STOP covers.
+func (g *Gate) watch(ctx context.Context, after uint64) {
+	defer close(g.done)
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		s, err := g.c.Events(ctx, g.workflow, after)
+		if err == nil {
+			g.setConnected(true)
+			backoff = 50 * time.Millisecond
+			var err error
+			for {
+				var e *api.Entry
+				if e, err = s.Next(); err != nil {
+					break
+				}
+				after = e.Index
+				g.onEntry(e)
+			}
+			s.Close()
+			g.setConnected(false)
+			if ctx.Err() == nil {
+				g.log.Warn("the workflow's event stream dropped; calls wait for it (at most the stream timeout) or are refused", "workflow", g.workflow, "err", err)
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (g *Gate) onEntry(e *api.Entry) {
+	if statement.Kind(e.Kind) != statement.Stop {
+		return
+	}
+	st, err := statement.Parse(statement.Stop, e.Statement)
+	if err != nil {
+		return
+	}
+	stop := st.(*statement.StopDoc)
+	g.log.Warn("STOP", "id", stop.RequestID, "scope", stop.StopScope, "step", stop.StepID, "reason", stop.Reason)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.inflight {
+		if c.covers(stop) {
+			c.cancel(&client.StoppedError{Stop: stop, Index: e.Index})
+		}
+	}
+}
+
+// upstream is one connected MCP server.
+type upstream struct {
+	name string
+	cs   *mcp.ClientSession
+	caps *mcp.ServerCapabilities
+	inst string
+
+	syncMu sync.Mutex // one sync at a time
+	tools  []string   // guarded by syncMu: the tools it owns
+	res    []string   // guarded by syncMu: resource URIs it owns
+	tmpl   []string   // guarded by syncMu: resource templates it owns
+	prompt []string   // guarded by syncMu: prompts it owns
+}
+
+func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
+	up := &upstream{name: u.label()}
+	resync := func() {
+		go func() {
+			// A notification may come before the gate's server exists;
+			// the first sync, after it, lists everything anyway.
+			<-g.ready
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := g.sync(sctx, up); err != nil {
+				g.log.Error("following a list change", "upstream", up.name, "err", err)
+			}
+		}()
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "custody-gate", Version: g.version}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { resync() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { resync() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resync() },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if g.isReady() {
+				g.server.ResourceUpdated(ctx, req.Params)
+			}
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			if !g.isReady() {
+				return
+			}
+			for ss := range g.server.Sessions() {
+				ss.Log(ctx, req.Params)
+			}
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			g.mu.Lock()
+			ss := g.progress[fmt.Sprint(req.Params.ProgressToken)]
+			g.mu.Unlock()
+			if ss != nil {
+				ss.NotifyProgress(ctx, req.Params)
+			}
+		},
+	})
+	var t mcp.Transport
+	switch {
+	case u.URL != "":
+		t = &mcp.StreamableClientTransport{Endpoint: u.URL}
+	case len(u.Command) > 0:
+		cmd := exec.Command(u.Command[0], u.Command[1:]...)
+		cmd.Stderr = g.stderr
+		t = &mcp.CommandTransport{Command: cmd}
+	default:
+		return nil, errors.New("gate: an upstream needs a command or a URL")
+	}
+	cs, err := cl.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gate: connecting to upstream %s: %w", up.name, err)
+	}
+	up.cs = cs
+	if ir := cs.InitializeResult(); ir != nil {
+		up.caps, up.inst = ir.Capabilities, ir.Instructions
+	}
+	if up.caps == nil {
+		up.caps = &mcp.ServerCapabilities{}
+	}
+	return up, nil
+}
+
+func (g *Gate) isReady() bool {
+	select {
+	case <-g.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// serverOptions derives the capabilities the gate offers from its
+// upstreams'.
+func (g *Gate) serverOptions() *mcp.ServerOptions {
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	var inst []string
+	subscribe, complete := false, false
+	for _, up := range g.ups {
+		if up.inst != "" {
+			inst = append(inst, up.inst)
+		}
+		if up.caps.Resources != nil {
+			caps.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+			subscribe = subscribe || up.caps.Resources.Subscribe
+		}
+		if up.caps.Prompts != nil {
+			caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		}
+		if up.caps.Logging != nil {
+			caps.Logging = &mcp.LoggingCapabilities{}
+		}
+		if up.caps.Completions != nil {
+			complete = true
+		}
+	}
+	o := &mcp.ServerOptions{Instructions: strings.Join(inst, "\n\n"), Capabilities: caps}
+	if subscribe {
+		caps.Resources.Subscribe = true
+		o.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			up := g.resourceOwner(req.Params.URI)
+			if up == nil {
+				return fmt.Errorf("no upstream server offers resource %q", req.Params.URI)
+			}
+			p := *req.Params
+			p.Meta = hop(p.Meta)
+			return up.cs.Subscribe(ctx, &p)
+		}
+		o.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			up := g.resourceOwner(req.Params.URI)
+			if up == nil {
+				return nil
+			}
+			p := *req.Params
+			p.Meta = hop(p.Meta)
+			return up.cs.Unsubscribe(ctx, &p)
+		}
+	}
+	if complete {
+		caps.Completions = &mcp.CompletionCapabilities{}
+		o.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			var up *upstream
+			if r := req.Params.Ref; r != nil {
+				g.mu.Lock()
+				if r.Type == "ref/prompt" {
+					up = g.powner[r.Name]
+				} else {
+					up = g.rowner[r.URI]
+				}
+				g.mu.Unlock()
+			}
+			if up == nil {
+				return nil, errors.New("no upstream server offers what the completion refers to")
+			}
+			p := *req.Params
+			p.Meta = hop(p.Meta)
+			return up.cs.Complete(ctx, &p)
+		}
+	}
+	return o
+}
+
+// resourceOwner finds the upstream of a resource URI: one it listed, or
+// else the first upstream with resources.
+func (g *Gate) resourceOwner(uri string) *upstream {
+	g.mu.Lock()
+	up := g.rowner[uri]
+	g.mu.Unlock()
+	if up != nil {
+		return up
+	}
+	for _, u := range g.ups {
+		if u.caps.Resources != nil {
+			return u
+		}
+	}
+	return nil
+}
+
+// sync mirrors an upstream's tools, resources, resource templates and
+// prompts into the gate's server: new ones are added, vanished ones
+// removed (the server tells the agent's sessions that the lists changed).
+// A name another upstream already offers stays with that one.
+func (g *Gate) sync(ctx context.Context, up *upstream) error {
+	up.syncMu.Lock()
+	defer up.syncMu.Unlock()
+	if up.caps.Tools != nil {
+		var tools []*mcp.Tool
+		for t, err := range up.cs.Tools(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("gate: listing the tools of %s: %w", up.name, err)
+			}
+			tools = append(tools, t)
+		}
+		var names []string
+		for _, t := range tools {
+			if !g.claim(g.owner, t.Name, up) {
+				g.log.Warn("two upstreams offer one tool; the first keeps it", "tool", t.Name, "upstream", up.name)
+				continue
+			}
+			if err := addTool(g.server, t, g.callTool); err != nil {
+				g.log.Warn("an upstream tool cannot be offered", "tool", t.Name, "upstream", up.name, "err", err)
+				g.release(g.owner, []string{t.Name}, up)
+				continue
+			}
+			names = append(names, t.Name)
+		}
+		gone := missing(up.tools, names)
+		g.release(g.owner, gone, up)
+		g.server.RemoveTools(gone...)
+		up.tools = names
+	}
+	if up.caps.Resources != nil {
+		var uris []string
+		for r, err := range up.cs.Resources(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("gate: listing the resources of %s: %w", up.name, err)
+			}
+			if g.claim(g.rowner, r.URI, up) && try(func() { g.server.AddResource(r, forwardRead(up)) }) == nil {
+				uris = append(uris, r.URI)
+			}
+		}
+		gone := missing(up.res, uris)
+		g.release(g.rowner, gone, up)
+		g.server.RemoveResources(gone...)
+		up.res = uris
+		var tmpls []string
+		for t, err := range up.cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				// Not every server has templates; resources still work.
+				break
+			}
+			if g.claim(g.rowner, t.URITemplate, up) && try(func() { g.server.AddResourceTemplate(t, forwardRead(up)) }) == nil {
+				tmpls = append(tmpls, t.URITemplate)
+			}
+		}
+		gone = missing(up.tmpl, tmpls)
+		g.release(g.rowner, gone, up)
+		g.server.RemoveResourceTemplates(gone...)
+		up.tmpl = tmpls
+	}
+	if up.caps.Prompts != nil {
+		var names []string
+		for p, err := range up.cs.Prompts(ctx, nil) {
+			if err != nil {
+				return fmt.Errorf("gate: listing the prompts of %s: %w", up.name, err)
+			}
+			if g.claim(g.powner, p.Name, up) && try(func() {
+				g.server.AddPrompt(p, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					p := *req.Params
+					p.Meta = hop(p.Meta)
+					return up.cs.GetPrompt(ctx, &p)
+				})
+			}) == nil {
+				names = append(names, p.Name)
+			}
+		}
+		gone := missing(up.prompt, names)
+		g.release(g.powner, gone, up)
+		g.server.RemovePrompts(gone...)
+		up.prompt = names
+	}
+	return nil
+}
+
+func forwardRead(up *upstream) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		p := *req.Params
+		p.Meta = hop(p.Meta)
+		return up.cs.ReadResource(ctx, &p)
+	}
+}
+
+// hop is the part of a request's _meta that travels on to the upstream:
+// everything but the protocol's own per-connection keys
+// (io.modelcontextprotocol/...), which each hop sets for itself.
+func hop(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// claim gives name to up unless another upstream has it.
+func (g *Gate) claim(m map[string]*upstream, name string, up *upstream) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o, ok := m[name]; ok && o != up {
+		return false
+	}
+	m[name] = up
+	return true
+}
+
+func (g *Gate) release(m map[string]*upstream, names []string, up *upstream) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range names {
+		if m[n] == up {
+			delete(m, n)
+		}
+	}
+}
+
+func missing(old, now []string) []string {
+	var out []string
+	for _, n := range old {
+		if !slices.Contains(now, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// addTool offers an upstream tool. The SDK panics on a schema it cannot
+// use; that is an error here: one odd tool must not bring the gate down.
+func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	var m map[string]any
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil || json.Unmarshal(b, &m) != nil || m["type"] != "object" {
+		return fmt.Errorf("input schema is not a JSON object schema of type object")
+	}
+	t.InputSchema = json.RawMessage(b)
+	return try(func() { s.AddTool(t, h) })
+}
+
+// try runs f, turning a panic into an error.
+func try(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	f()
+	return nil
+}

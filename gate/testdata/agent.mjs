@@ -1,0 +1,87 @@
+// An MCP agent built on the TypeScript SDK's Client
+// (@modelcontextprotocol/sdk), for the gate's end-to-end test. It spawns
+// the command after "--" (custody gate ...) over stdio, then reads one
+// JSON request a line on standard input and answers each with one JSON
+// line on standard output, so that the Go test drives it step by step:
+//
+//   {"id":1,"op":"list"}                          -> {"id":1,"tools":["..."]}
+//   {"id":2,"op":"call","tool":"write_file","args":{...},"progress":true}
+//       -> {"id":2,"progress":1,"total":5}  (each progress notification)
+//       -> {"id":2,"isError":false,"text":"..."}
+//   {"id":3,"op":"close"}                         -> {"id":3,"closed":true}
+//
+// Calls run concurrently; answers carry their request's id. A tools
+// list_changed notification prints {"event":"tools_changed"}. At the end
+// of its input it answers what is in flight, then hangs up.
+//
+// CUSTODY_MCP_DIR names the folder scripts/mcp.sh installed the SDK into.
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+
+const dir = process.env.CUSTODY_MCP_DIR;
+if (!dir) {
+  console.error("agent.mjs: set CUSTODY_MCP_DIR (scripts/mcp.sh prints it)");
+  process.exit(2);
+}
+const sdk = (p) => import(pathToFileURL(join(dir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+const { Client } = await sdk("client/index.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
+const { ToolListChangedNotificationSchema } = await sdk("types.js");
+
+const sep = process.argv.indexOf("--");
+if (sep < 0 || sep + 1 >= process.argv.length) {
+  console.error("usage: node agent.mjs -- COMMAND [ARGS...]");
+  process.exit(2);
+}
+const [command, ...args] = process.argv.slice(sep + 1);
+
+const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
+const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
+const client = new Client({ name: "custody-e2e-agent", version: "1.0.0" });
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => out({ event: "tools_changed" }));
+await client.connect(transport);
+out({ event: "connected", server: client.getServerVersion() });
+
+async function handle(req) {
+  try {
+    switch (req.op) {
+      case "list": {
+        const res = await client.listTools();
+        return out({ id: req.id, tools: res.tools.map((t) => t.name).sort() });
+      }
+      case "call": {
+        const opts = { timeout: 120000 };
+        if (req.progress) {
+          opts.onprogress = (p) => out({ id: req.id, progress: p.progress, total: p.total });
+        }
+        const res = await client.callTool({ name: req.tool, arguments: req.args ?? {} }, undefined, opts);
+        const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+        return out({ id: req.id, isError: res.isError === true, text });
+      }
+      case "close":
+        await client.close();
+        out({ id: req.id, closed: true });
+        process.exit(0);
+      default:
+        return out({ id: req.id, error: "unknown op " + req.op });
+    }
+  } catch (e) {
+    out({ id: req.id, error: String(e?.message ?? e) });
+  }
+}
+
+const inflight = new Set();
+const rl = createInterface({ input: process.stdin });
+rl.on("line", (line) => {
+  if (line.trim() === "") return;
+  const p = handle(JSON.parse(line));
+  inflight.add(p);
+  p.finally(() => inflight.delete(p));
+});
+rl.on("close", async () => {
+  // End of input: answer what is in flight, then hang up.
+  await Promise.allSettled([...inflight]);
+  await client.close();
+  process.exit(0);
+});
