@@ -46,6 +46,7 @@ var wantLocations = map[string][]locKind{
 	"serve":             {locDir, locStore},
 	"key rotate-log":    {locDir, locStore},
 	"key rotate-denial": {locDir, locStore},
+	"gate":              {locLedger},
 	"watch":             {locLedger},
 	"bench serve":       {locLedger},
 }
