@@ -149,3 +149,22 @@ test("checkpoint key rotation: the Go vectors' verdicts", () => {
   const during = read("checkpoint-during.txt").replace(/po2acny/, "po2acnz");
   assert.throws(() => set.openCheckpoint(during));
 });
+
+// testdata/statement/payloads.json (copied from the repository's
+// testdata/statement, the Go statement package's table): every payload
+// gets the same verdict here, ok or the same code naming the same field.
+test("statement payloads: the Go table's verdicts, code and field", () => {
+  const d = JSON.parse(readFileSync(new URL("../testdata/statement/payloads.json", import.meta.url), "utf8"));
+  assert.ok(d.cases.length >= 50);
+  for (const c of d.cases) {
+    let got = "ok", path;
+    try {
+      parseStatement(c.kind, Buffer.from(c.payload));
+    } catch (e) {
+      got = e.code ?? e.message;
+      path = e.path;
+    }
+    assert.equal(got, c.want, c.name);
+    if (c.path !== undefined) assert.equal(path, c.path, c.name);
+  }
+});
