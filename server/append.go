@@ -65,6 +65,12 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.l.Append(r.Context(), body)
+	s.answerAppend(w, r, start, res, err)
+}
+
+// answerAppend writes the answer to one submission, given the ledger's
+// result: the decision, a refusal, or why nothing was acknowledged.
+func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time.Time, res *ledger.Result, err error) {
 	var de *authority.DecisionError
 	switch {
 	case errors.As(err, &de):

@@ -183,6 +183,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 func (s *Server) routes(reg *prometheus.Registry) {
 	m := s.mux
 	m.HandleFunc("POST /v1/entries", s.postEntry)
+	m.HandleFunc("POST /v1/entries/batch", s.postBatch)
 	m.HandleFunc("GET /v1/entries/{index}", s.getEntry)
 	// Ids may hold "/": clients escape it (%2F), and a wildcard matches one
 	// escaped segment.

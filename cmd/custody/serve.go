@@ -33,6 +33,8 @@ func serveCommand() *cli.Command {
                                      the decision is durable under a signed checkpoint
                                      (200 accepted, 403 denied, 400/413 refused,
                                      429 rate limited, 503 overloaded: retry later)
+   POST /v1/entries/batch            {"envelopes":[...]}: up to 256, decided in that
+                                     order; each answer is what /v1/entries would say
    GET  /v1/log                      origin, size, verifier key and parameters
    GET  /v1/entries/{index}          an entry
    GET  /v1/statements/{id}          the entry of a statement id

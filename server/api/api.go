@@ -37,6 +37,7 @@ import "encoding/json"
 // Paths.
 const (
 	PathEntries     = "/v1/entries"
+	PathBatch       = "/v1/entries/batch"
 	PathStatements  = "/v1/statements/"
 	PathInclusion   = "/v1/proof/inclusion"
 	PathConsistency = "/v1/proof/consistency"
@@ -76,6 +77,33 @@ type AppendResponse struct {
 	Checkpoint     string   `json:"checkpoint"`
 	InclusionProof []string `json:"inclusion_proof"`
 }
+
+// BatchRequest is the body of POST /v1/entries/batch: envelopes decided
+// in this order.
+type BatchRequest struct {
+	Envelopes []json.RawMessage `json:"envelopes"`
+}
+
+// BatchResponse answers a batch: one answer per envelope, in order.
+type BatchResponse struct {
+	Answers []BatchAnswer `json:"answers"`
+}
+
+// BatchAnswer is what POST /v1/entries would have answered for one
+// envelope of a batch: its HTTP status and its JSON body (an
+// AppendResponse for 200 and 403, an Error otherwise).
+type BatchAnswer struct {
+	Status     int             `json:"status"`
+	Body       json.RawMessage `json:"body"`
+	RetryAfter string          `json:"retry_after,omitempty"`
+}
+
+// MaxBatch is the most envelopes in one batch, and MaxBatchBody the
+// largest batch body.
+const (
+	MaxBatch     = 256
+	MaxBatchBody = 16 << 20
+)
 
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {

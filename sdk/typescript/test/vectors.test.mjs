@@ -100,7 +100,19 @@ test("keys: PKCS#8 PEM round trip, encrypted too; small-order keys refused", () 
   assert.throws(() => checkPublicKey(order8), /small-order/);
   const big = Buffer.alloc(32, 0xff); big[31] = 0x7f; big[0] = 0xee;
   assert.throws(() => checkPublicKey(big), /non-canonical/);
-  // A prime-order key plus a point of order 2 is refused as mixed order.
+  // A prime-order key plus the point of order 2, (0, -1): (x, y) -> (-x, -y),
+  // a valid curve point outside the prime-order subgroup.
+  const P = (1n << 255n) - 19n;
+  const good = generateKey().publicKey;
+  let y = 0n;
+  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(i === 31 ? good[i] & 0x7f : good[i]);
+  const sign = good[31] >> 7;
+  let y2 = P - y;
+  const mixed = Buffer.alloc(32);
+  for (let i = 0; i < 32; i++) { mixed[i] = Number(y2 & 0xffn); y2 >>= 8n; }
+  mixed[31] |= (1 - sign) << 7;
+  assert.throws(() => checkPublicKey(mixed), /prime-order subgroup/);
+  assert.throws(() => checkPublicKey(mixed), /prime-order subgroup/); // the cached verdict too
 });
 
 test("descriptor of a grant: expires_at is timestamp + ttl", () => {
