@@ -80,6 +80,12 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		s.m.appends.WithLabelValues("unavailable").Inc()
 		s.unavailable(w, api.CodeUnavailable, "the ledger is closed")
 		return
+	case errors.Is(err, ledger.ErrDiskFull):
+		// Nothing was acknowledged, and the ledger resumes by itself once
+		// space is freed: retryable.
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.unavailable(w, api.CodeDiskFull, "nothing was acknowledged: "+err.Error())
+		return
 	case errors.Is(err, ledger.ErrNotLeader):
 		s.m.appends.WithLabelValues("not_leader").Inc()
 		var nl *ledger.NotLeaderError

@@ -130,7 +130,7 @@ Example:
 				if policy != nil {
 					return usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
 				}
-				l, err := openLedgerAt(loc)
+				l, err := openLedgerAt(c, loc, true)
 				if err != nil {
 					if errors.Is(err, ledger.ErrLocked) {
 						return fmt.Errorf("audit: %w; if a server (custody serve) holds it, audit what it serves: custody audit --ledger http://HOST:PORT, or --tiles http://HOST:PORT --log-key VKEY", err)
@@ -143,6 +143,9 @@ Example:
 					if opts.VerifierKey, err = verifierKeyArg(c, "log-key"); err != nil {
 						return err
 					}
+				}
+				if d := l.Damage(); d != nil {
+					return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", d)}
 				}
 				head := l.Head()
 				if head.Checkpoint == nil {

@@ -229,38 +229,44 @@ func logKeyArg(c *cli.Command) (value, from string) {
 // openLedgerAt opens the ledger of a data folder or store location. The
 // log key may be passphrase-protected; the passphrase comes from
 // $CUSTODY_PASSPHRASE or the terminal.
-func openLedgerAt(loc location) (*ledger.Ledger, error) {
-	return openLedgerAtWith(loc, ledger.Options{})
+//
+// A reading command opens it readOnly: a data folder through a scratch
+// copy, so that nothing in it changes (not even what the storage engine
+// would cut from a damaged file), and a damaged one still opens, with a
+// warning, for inspection.
+func openLedgerAt(c *cli.Command, loc location, readOnly bool) (*ledger.Ledger, error) {
+	return openLedgerAtWith(c, loc, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerAtWith is openLedgerAt with options.
-func openLedgerAtWith(loc location, o ledger.Options) (*ledger.Ledger, error) {
+// openLedgerAtWith is openLedgerAt with options (serve's reserve and
+// ballast).
+func openLedgerAtWith(c *cli.Command, loc location, opts ledger.Options) (*ledger.Ledger, error) {
 	if loc.kind != locDir && loc.kind != locStore {
 		return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
 	}
-	o.Passphrase = sign.Passphrase("passphrase for the log key of " + loc.value + ": ")
-	l, err := ledger.Open(loc.value, o)
+	opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+	opts.Passphrase = sign.Passphrase("passphrase for the log key of " + loc.value + ": ")
+	l, err := ledger.Open(loc.value, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger%s: %w", loc.why(), err)
+	}
+	if d := l.Damage(); d != nil {
+		fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %v\n", d)
 	}
 	return l, nil
 }
 
-// openLedger resolves c's location and opens its ledger; the location
-// must be a data folder or a store.
-func openLedger(c *cli.Command) (*ledger.Ledger, error) {
-	loc, err := resolveLocation(c)
-	if err != nil {
-		return nil, err
-	}
-	return openLedgerAt(loc)
+// openLedger resolves c's location and opens its ledger (readOnly for a
+// command that only reads); the location must be a data folder or a store.
+func openLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
+	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
 }
 
 // openLedgerWith is openLedger with options.
-func openLedgerWith(c *cli.Command, o ledger.Options) (*ledger.Ledger, error) {
+func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
 	loc, err := resolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
-	return openLedgerAtWith(loc, o)
+	return openLedgerAtWith(c, loc, opts)
 }

@@ -57,6 +57,15 @@ func withRemote(flags ...cli.Flag) []cli.Flag {
 // openStore opens the log where c reads and writes (resolveLocation): a
 // server, a store or a data folder.
 func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
+	return openStoreMode(ctx, c, false)
+}
+
+// openStoreRO is openStore for the commands that only read.
+func openStoreRO(ctx context.Context, c *cli.Command) (logStore, error) {
+	return openStoreMode(ctx, c, true)
+}
+
+func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore, error) {
 	loc, err := resolveLocation(c)
 	if err != nil {
 		return nil, err
@@ -71,7 +80,7 @@ func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
 	} else if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedgerAt(loc)
+	l, err := openLedgerAt(c, loc, readOnly)
 	if err != nil {
 		return nil, err
 	}

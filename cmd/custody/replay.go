@@ -84,7 +84,7 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedgerAt(loc)
+	l, err := openLedgerAt(c, loc, true)
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,7 @@ const (
 	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
 	CodeUnavailable = "unavailable"  // 503: shutting down, the ledger is closed, or its database is away; nothing was acknowledged
 	CodeNotLeader   = "not_leader"   // 503: this server does not sequence the log; send appends to Leader
+	CodeDiskFull    = "disk_full"    // 503: the ledger's disk is nearly full; retry after Retry-After
 	CodeNotFound    = "not_found"    // 404
 	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
 	CodeInternal    = "internal"     // 500: storage failure; nothing was acknowledged
