@@ -538,7 +538,9 @@ func (l *Ledger) loadHead(resign bool) error {
 				return err
 			}
 		}
-		if l.hf != nil {
+		// Only a server that signs writes the file: a follower of a
+		// shared store has signed nothing.
+		if l.hf != nil && resign {
 			if err := l.hf.write(h.Checkpoint); err != nil {
 				return err
 			}
