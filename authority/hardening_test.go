@@ -8,6 +8,8 @@ package authority_test
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,4 +370,164 @@ func TestDeadGrantsWalkedOnce(t *testing.T) {
 		}
 	}
 	sameState(t, h.allDirty, got, "ledger vs replay")
+}
+
+// TestStopsAndGrantsModel plays random STOPs, RESUMEs, grants, REVOKEs,
+// clock moves and receipts against a naive model that keeps every STOP and
+// grant in plain lists and scans them, as the engine did before its
+// records were linked: every verdict, code and named STOP must agree, and
+// the log must replay.
+func TestStopsAndGrantsModel(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(6) {
+		t.Run("seed"+itoa(int(seed)), func(t *testing.T) { playModel(t, seed, seen) })
+	}
+	t.Logf("verdicts: %v", seen)
+	for _, v := range []string{"STOP accepted", "STOP denied/already_stopped", "STOP denied/not_authorized", "RESUME accepted",
+		"receipt accepted", "receipt denied/workflow_stopped", "receipt denied/step_stopped"} {
+		if seen[v] == 0 {
+			t.Errorf("no %s in any seed: the model does not exercise it", v)
+		}
+	}
+}
+
+func playModel(t *testing.T, seed uint64, seen map[string]int) {
+	rng := rand.New(rand.NewPCG(seed, 15))
+	h := workflowOf(t)
+	h.flushEvery, h.restartEvery = 5, 3
+	type stopRec struct {
+		id, by, step string // step "" = chain
+		index        uint64
+	}
+	type grantRec struct {
+		id      string
+		expires time.Time
+		revoked bool
+	}
+	var inForce []stopRec
+	var grants []grantRec // agent:b's grants, all under c1
+	c1Revoked := false
+	signers := []string{"principal:alice", "agent:a", "agent:b", "admin"}
+	steps := []string{"a", "a/b", "a/b/c", "b"}
+	n := 0
+	next := func(p string) string { n++; return p + itoa(n) }
+	liveB := func() bool {
+		for _, g := range grants {
+			if !g.revoked && !c1Revoked && h.now.Before(g.expires) {
+				return true
+			}
+		}
+		return false
+	}
+	mustAccept(t, h.submit("agent:a", statement.Delegate, obj{"delegation_id": "d0", "parent_ref": "c1", "grantee": "agent:b",
+		"scope": obj{"capabilities": []any{"buy"}, "targets": []any{"shop/*"}}, "limits": obj{"usd": int64(1)}, "ttl_seconds": int64(5)}, opts{}))
+	grants = append(grants, grantRec{"d0", h.now.Add(5 * time.Second), false})
+	for range 250 {
+		h.advance(time.Duration(rng.IntN(4)) * time.Second)
+		switch r := rng.IntN(10); {
+		case r < 3: // STOP
+			by, step := signers[rng.IntN(len(signers))], ""
+			if rng.IntN(5) != 0 {
+				step = steps[rng.IntN(len(steps))]
+			}
+			id := next("s")
+			o := obj{"request_id": id, "workflow_id": "wf1"}
+			if step != "" {
+				o["step_id"] = step
+			}
+			want := "accepted"
+			switch {
+			case by == "agent:a" && c1Revoked, by == "agent:b" && !liveB():
+				want = "denied/not_authorized"
+			default:
+				for _, s := range inForce {
+					if s.by == by && s.step == step {
+						want = "denied/already_stopped"
+					}
+				}
+			}
+			index := h.index
+			d := h.submit(by, statement.Stop, o, opts{})
+			wantVerdict(t, "STOP "+id+" by "+by, d, want)
+			seen["STOP "+verdictString(d)]++
+			if d.Verdict == authority.Accepted {
+				inForce = append(inForce, stopRec{id, by, step, index})
+			}
+		case r < 5: // RESUME one in force, by its signer (or the owner, or the admin)
+			if len(inForce) == 0 {
+				continue
+			}
+			i := rng.IntN(len(inForce))
+			s := inForce[i]
+			by := s.by
+			if by == "agent:a" || by == "agent:b" {
+				if (by == "agent:a" && c1Revoked) || (by == "agent:b" && !liveB()) {
+					by = "principal:alice"
+				}
+			}
+			wantVerdict(t, "RESUME of "+s.id, h.submit(by, statement.Resume, obj{"resume_id": next("u"), "stop_ref": s.id}, opts{}), "accepted")
+			seen["RESUME accepted"]++
+			inForce = append(inForce[:i:i], inForce[i+1:]...)
+		case r < 7: // grant agent:b something
+			if c1Revoked || len(inForce) > 0 && slices.ContainsFunc(inForce, func(s stopRec) bool { return s.step == "" }) {
+				continue
+			}
+			ttl := int64(1 + rng.IntN(30))
+			id := next("d")
+			mustAccept(t, h.submit("agent:a", statement.Delegate, obj{"delegation_id": id, "parent_ref": "c1", "grantee": "agent:b",
+				"scope": obj{"capabilities": []any{"buy"}, "targets": []any{"shop/*"}}, "limits": obj{"usd": int64(1)}, "ttl_seconds": ttl}, opts{}))
+			grants = append(grants, grantRec{id, h.now.Add(time.Duration(ttl) * time.Second), false})
+		case r < 8: // revoke one of agent:b's grants, rarely c1
+			if c1Revoked {
+				continue
+			}
+			if rng.IntN(12) == 0 {
+				mustAccept(t, h.submit("principal:alice", statement.Revoke, obj{"revoke_id": next("v"), "target_ref": "c1"}, opts{}))
+				c1Revoked = true
+				continue
+			}
+			if len(grants) == 0 {
+				continue
+			}
+			g := &grants[rng.IntN(len(grants))]
+			d := h.submit("agent:a", statement.Revoke, obj{"revoke_id": next("v"), "target_ref": g.id}, opts{})
+			if g.revoked {
+				wantVerdict(t, "second REVOKE of "+g.id, d, "denied/revoked")
+			} else {
+				mustAccept(t, d)
+				g.revoked = true
+			}
+		default: // a pending receipt on a random step
+			if c1Revoked {
+				continue
+			}
+			step := steps[rng.IntN(len(steps))] + []string{"", "/x"}[rng.IntN(2)]
+			want, named := "accepted", ""
+			for _, s := range inForce {
+				if s.step == "" {
+					want, named = "denied/workflow_stopped", s.id
+					break
+				}
+			}
+			if named == "" {
+				var first *stopRec
+				for i, s := range inForce {
+					if s.step != "" && (step == s.step || strings.HasPrefix(step, s.step+"/")) && (first == nil || s.index < first.index) {
+						first = &inForce[i]
+					}
+				}
+				if first != nil {
+					want, named = "denied/step_stopped", first.id
+				}
+			}
+			d := h.submit("agent:a", statement.Receipt, obj{"receipt_id": next("r"), "authorization_ref": "c1", "action": "buy",
+				"target": "shop/x", "step_id": step, "reserve": obj{"usd": int64(0)}}, opts{})
+			wantVerdict(t, "receipt on "+step, d, want)
+			seen["receipt "+verdictString(d)]++
+			if named != "" && !strings.Contains(d.Reason, " "+named+" ") {
+				t.Errorf("receipt on %s: %q does not name %s", step, d.Reason, named)
+			}
+		}
+	}
+	replayAll(t, h.leaves)
 }

@@ -313,31 +313,49 @@ func describe(g, first *GrantRec, what string) string {
 }
 
 // stopped denies when a STOP in force covers the workflow, or the step
-// (DESIGN §4 step 6). step "" checks only chain STOPs. It reads the first
-// STOP in force on the chain and, if step STOPs are in force, on the step
-// and each step above it (step_3/retry: step_3 and step_3/retry): a cost
-// bounded by the step id, not by how many STOPs came before. The STOP it
-// names is the earliest in force that covers the submission.
+// (DESIGN §4 step 6). step "" checks only chain STOPs.
 func (c *check) stopped(wf *WorkflowRec, wfID, step string) {
-	if s := c.e.firstStop(wfID, ""); s != nil {
+	s := c.e.stopInForce(wf, wfID, step)
+	switch {
+	case s == nil:
+	case s.Scope == statement.StopChain:
 		c.deny(WorkflowStopped, "workflow %q is stopped by %s (index %d)", wfID, s.ID, s.Index)
-		return
+	default:
+		c.deny(StepStopped, "step %q is stopped by %s (stop on step %q, index %d)", step, s.ID, s.Step, s.Index)
 	}
-	if step == "" || wf.StepStops == 0 {
-		return
+}
+
+// StopInForce returns the STOP in force that covers step of workflow wf
+// (step "": the chain only), or nil: a chain STOP first, else the earliest
+// step STOP on step or a step above it (step_3 covers step_3/retry).
+func (e *Engine) StopInForce(wf, step string) *StopRec {
+	w := e.Workflow(wf)
+	if w == nil {
+		return nil
+	}
+	return e.stopInForce(w, wf, step)
+}
+
+// stopInForce reads the first STOP in force on the chain and, if step
+// STOPs are in force, on the step and each step above it: a cost bounded
+// by the step id, not by how many STOPs came before.
+func (e *Engine) stopInForce(w *WorkflowRec, wf, step string) *StopRec {
+	if s := e.firstStop(wf, ""); s != nil {
+		return s
+	}
+	if step == "" || w.StepStops == 0 {
+		return nil
 	}
 	var first *StopRec
 	for i := 0; i <= len(step); i++ {
 		if i < len(step) && step[i] != '/' {
 			continue
 		}
-		if s := c.e.firstStop(wfID, step[:i]); s != nil && (first == nil || s.Index < first.Index) {
+		if s := e.firstStop(wf, step[:i]); s != nil && (first == nil || s.Index < first.Index) {
 			first = s
 		}
 	}
-	if first != nil {
-		c.deny(StepStopped, "step %q is stopped by %s (stop on step %q, index %d)", step, first.ID, first.Step, first.Index)
-	}
+	return first
 }
 
 func (c *check) delegate(s *statement.DelegateDoc) {

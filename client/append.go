@@ -1,11 +1,13 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,7 +80,6 @@ const maxAnswer = 256 << 10
 // unavailable server is an *HTTPError or a transport error. Only a nil
 // error means the statement is in the log.
 func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) {
-	own, perr := sign.ParseEnvelope(envelope)
 	resp, err := c.post(ctx, api.PathEntries, envelope)
 	if err != nil {
 		return nil, err
@@ -86,16 +87,34 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusForbidden:
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
-		he := httpError(resp).(*HTTPError)
-		return nil, &RefusedError{Status: he.Status, ReasonCode: he.ReasonCode, Reason: he.Reason}
 	default:
-		return nil, httpError(resp)
+		return nil, answerError(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Body)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("ledger server: reading the answer: %w", err)
 	}
+	return c.readAnswer(ctx, envelope, resp.StatusCode, body)
+}
+
+// answerError is the error of an answer that is not a decision: a
+// refusal (400, 413, 429) or an *HTTPError.
+func answerError(status int, retryAfter string, body io.Reader) error {
+	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(body)}
+	if retryAfter != "" {
+		resp.Header.Set("Retry-After", retryAfter)
+	}
+	he := httpError(resp).(*HTTPError)
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+		return &RefusedError{Status: he.Status, ReasonCode: he.ReasonCode, Reason: he.Reason}
+	}
+	return he
+}
+
+// readAnswer verifies the body of a 200 or 403 answer to envelope.
+func (c *Client) readAnswer(ctx context.Context, envelope []byte, status int, body []byte) (*Receipt, error) {
+	own, perr := sign.ParseEnvelope(envelope)
 	if len(body) > maxAnswer {
 		return nil, unverified("the answer exceeds %d bytes", maxAnswer)
 	}
@@ -108,19 +127,68 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 		// there is nothing to check it against.
 		return nil, unverified("the server logged a decision for an envelope that does not parse (%v)", perr)
 	}
-	r, err := c.verifyAnswer(ctx, &doc, own, resp.StatusCode)
+	r, err := c.verifyAnswer(ctx, &doc, own, status)
 	if err != nil {
 		return nil, err
 	}
 	if !r.Accepted() {
 		return r, &DeniedError{Receipt: r}
 	}
-	if c.opts.Policy != nil && isPendingReceipt(own) {
-		if err := c.requireWitnessed(ctx, r); err != nil {
-			return nil, err
+	return r, nil
+}
+
+// ErrNoBatch is the error of AppendBatch against a server without the
+// batch endpoint (it answered 404 or 405): nothing was submitted.
+var ErrNoBatch = errors.New("client: the server has no batch endpoint")
+
+// AppendBatch submits envelopes in one request; the ledger decides them
+// in the order given, in as few commits as it can. Each answer is
+// verified as Append's is, and the i-th receipt and error are what Append
+// would have returned for envelopes[i]. A non-nil final error means the
+// batch as a whole got no answer (nothing is known of any envelope); it
+// is ErrNoBatch when the server has no batch endpoint.
+func (c *Client) AppendBatch(ctx context.Context, envelopes [][]byte) ([]*Receipt, []error, error) {
+	req := api.BatchRequest{Envelopes: make([]json.RawMessage, len(envelopes))}
+	for i, e := range envelopes {
+		req.Envelopes[i] = e
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := c.post(ctx, api.PathBatch, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return nil, nil, ErrNoBatch
+	default:
+		return nil, nil, httpError(resp)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(envelopes))*maxAnswer+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger server: reading the batch answer: %w", err)
+	}
+	var doc api.BatchResponse
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, unverified("the answer is not a batch response: %v", err)
+	}
+	if len(doc.Answers) != len(envelopes) {
+		return nil, nil, unverified("%d answers to a batch of %d", len(doc.Answers), len(envelopes))
+	}
+	recs, errs := make([]*Receipt, len(envelopes)), make([]error, len(envelopes))
+	for i, a := range doc.Answers {
+		switch a.Status {
+		case http.StatusOK, http.StatusForbidden:
+			recs[i], errs[i] = c.readAnswer(ctx, envelopes[i], a.Status, a.Body)
+		default:
+			errs[i] = answerError(a.Status, a.RetryAfter, bytes.NewReader(a.Body))
 		}
 	}
-	return r, nil
+	return recs, errs, nil
 }
 
 // verifyAnswer checks an append answer: the checkpoint is signed by the

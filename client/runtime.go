@@ -49,8 +49,11 @@ type Hooks struct {
 // Runtime is an agent (or person) with a key and a name, writing to one
 // log. It fills statement headers (timestamp, log, actor, seq), seals and
 // signs them, and appends them through a Client. It is safe for
-// concurrent use; its appends are made one at a time so that each carries
-// the next seq.
+// concurrent use. Appends made while another is in flight wait for it and
+// then go together, with consecutive seqs, in one batch request (POST
+// /v1/entries/batch), which the ledger decides in that order and commits
+// together: concurrent steps share round trips and commits instead of
+// queueing for them one by one.
 type Runtime struct {
 	c     *Client
 	priv  ed25519.PrivateKey
@@ -64,10 +67,45 @@ type Runtime struct {
 	// workflow's event stream before it refuses to run a step (default 10s).
 	WatchTimeout time.Duration
 
-	mu   sync.Mutex // held across each append: seq order
-	name string     // guarded by mu; "" until known
-	next uint64     // guarded by mu; the next seq, 0 when it must be fetched
+	mu      sync.Mutex
+	name    string       // guarded by mu; "" until known
+	next    uint64       // guarded by mu; the next seq, 0 when it must be fetched
+	queue   []*appendReq // guarded by mu: appends waiting for the next round
+	sending bool         // guarded by mu: a round is being sent
+	serial  int          // guarded by mu: rounds still to send one statement at a time
+	noBatch bool         // guarded by mu: the server has no batch endpoint
 }
+
+// appendReq is one statement waiting for, or in, a round.
+type appendReq struct {
+	ctx   context.Context
+	st    statement.Statement
+	tries int
+	done  chan struct{}
+	rec   *Receipt
+	err   error
+}
+
+type aloneKey struct{}
+
+// Alone returns a context under which Runtime.Append sends its statement
+// in a round of its own, never in a batch. Use it for a statement the
+// ledger may well deny (out of scope, over budget, under a STOP): a denial
+// inside a batch costs the statements after it a seq_mismatch DENIAL and
+// a resend.
+func Alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
+
+func alone(ctx context.Context) bool { v, _ := ctx.Value(aloneKey{}).(bool); return v }
+
+// MaxBatch is the most statements a Runtime sends in one round.
+const MaxBatch = 128
+
+// serialRounds is how many rounds a Runtime sends one statement at a time
+// after a statement of a batch was not accepted (besides the rounds that
+// resend the statements after it, which carried seqs one too high and were
+// denied seq_mismatch): one at a time, no denial can cost another
+// statement its seq.
+const serialRounds = 8
 
 // NewRuntime returns a runtime signing with priv under name (the name the
 // log binds, or will bind, to the key; "" to ask the ledger for it at the
@@ -94,49 +132,216 @@ func (r *Runtime) PublicKey() ed25519.PublicKey { return r.pub }
 // and appends it; see Client.Append for the answers. Denied statements
 // consume no seq; after a seq_mismatch or an answer that never came, the
 // next seq is fetched from the ledger again.
+//
+// Concurrent Appends are batched (see Runtime). A statement denied
+// seq_mismatch only because one before it in its batch was not accepted
+// is signed again with the right seq and sent again, so the caller sees
+// its own decision; that first DENIAL stays in the log.
 func (r *Runtime) Append(ctx context.Context, st statement.Statement) (*Receipt, error) {
+	req := &appendReq{ctx: ctx, st: st, done: make(chan struct{})}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.next == 0 || r.name == "" {
+	r.queue = append(r.queue, req)
+	lead := !r.sending
+	r.sending = true
+	r.mu.Unlock()
+	if lead {
+		r.drive()
+	}
+	select {
+	case <-req.done:
+		return req.rec, req.err
+	case <-ctx.Done():
+		// The statement may still be sent and logged; the round that
+		// sends it keeps the seq right.
+		return nil, ctx.Err()
+	}
+}
+
+// drive sends one round: the queued statements, in order, in one request.
+// If more are queued when it ends, another goroutine sends the next round,
+// so that the caller that started this one returns with its answer.
+func (r *Runtime) drive() {
+	r.mu.Lock()
+	n := min(len(r.queue), MaxBatch)
+	if r.serial > 0 || r.noBatch {
+		n = min(n, 1)
+		if r.serial > 0 {
+			r.serial--
+		}
+	}
+	// A statement sent Alone goes in a round of its own.
+	for i, q := range r.queue[:n] {
+		if alone(q.ctx) {
+			n = max(i, 1)
+			break
+		}
+	}
+	round := slices.Clone(r.queue[:n])
+	r.queue = slices.Delete(r.queue, 0, n)
+	r.mu.Unlock()
+
+	requeue := r.send(round)
+
+	r.mu.Lock()
+	r.queue = append(requeue, r.queue...)
+	more := len(r.queue) > 0
+	r.sending = more
+	r.mu.Unlock()
+	if more {
+		go r.drive()
+	}
+}
+
+// send appends one round's statements with consecutive seqs and finishes
+// each request, except those it returns to be sent again.
+func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
+	finish := func(q *appendReq, rec *Receipt, err error) {
+		q.rec, q.err = rec, err
+		if rec != nil && r.hooks.EmitReceipt != nil {
+			r.hooks.EmitReceipt(q.ctx, rec)
+		}
+		close(q.done)
+	}
+	live := round[:0:0]
+	for _, q := range round {
+		if err := q.ctx.Err(); err != nil {
+			finish(q, nil, err)
+			continue
+		}
+		live = append(live, q)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	// One statement goes under its caller's context, as a lone Append
+	// would. A batch is not cut short when one of its callers gives up:
+	// the others wait for its answer (the HTTP client's timeout bounds it).
+	ctx := live[0].ctx
+	if len(live) > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+	}
+
+	r.mu.Lock()
+	name, next := r.name, r.next
+	r.mu.Unlock()
+	if next == 0 || name == "" {
 		ks, err := r.c.KeySeq(ctx, r.keyID)
+		if err == nil && name == "" && !ks.Bound {
+			err = fmt.Errorf("key %s is not bound in the log: give the runtime its name", r.keyID)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("finding the next seq of key %s: %w", r.keyID, err)
-		}
-		r.next = ks.NextSeq
-		if r.name == "" {
-			if !ks.Bound {
-				return nil, fmt.Errorf("key %s is not bound in the log: give the runtime its name", r.keyID)
+			if !strings.HasPrefix(err.Error(), "key ") {
+				err = fmt.Errorf("finding the next seq of key %s: %w", r.keyID, err)
 			}
-			r.name = ks.Name
+			for _, q := range live {
+				finish(q, nil, err)
+			}
+			return nil
+		}
+		next = ks.NextSeq
+		if name == "" {
+			name = ks.Name
+		}
+		r.mu.Lock()
+		r.name, r.next = name, next
+		r.mu.Unlock()
+	}
+
+	// Fill, seal and sign each, with consecutive seqs.
+	var sent []*appendReq
+	var envs [][]byte
+	now := statement.FormatTimestamp(r.Now())
+	for _, q := range live {
+		h := q.st.Head()
+		h.Type = kindOf(q.st)
+		h.Timestamp = now
+		h.Log = r.c.Origin()
+		h.Actor = name
+		h.Seq = next + uint64(len(sent))
+		if err := statement.Seal(q.st); err != nil {
+			finish(q, nil, err)
+			continue
+		}
+		_, raw, err := statement.Sign(r.priv, q.st)
+		if err != nil {
+			finish(q, nil, err)
+			continue
+		}
+		sent, envs = append(sent, q), append(envs, raw)
+	}
+	if len(sent) == 0 {
+		return nil
+	}
+
+	recs, errs := make([]*Receipt, len(sent)), make([]error, len(sent))
+	if len(sent) == 1 {
+		recs[0], errs[0] = r.c.Append(ctx, envs[0])
+	} else {
+		var err error
+		recs, errs, err = r.c.AppendBatch(ctx, envs)
+		if errors.Is(err, ErrNoBatch) {
+			r.mu.Lock()
+			r.noBatch = true
+			r.mu.Unlock()
+			return sent // one at a time from now on
+		}
+		if err != nil {
+			r.mu.Lock()
+			r.next = 0 // the outcome is unknown: ask the ledger next time
+			r.mu.Unlock()
+			for _, q := range sent {
+				finish(q, nil, err)
+			}
+			return nil
 		}
 	}
-	h := st.Head()
-	h.Type = kindOf(st)
-	h.Timestamp = statement.FormatTimestamp(r.Now())
-	h.Log = r.c.Origin()
-	h.Actor = r.name
-	h.Seq = r.next
-	if err := statement.Seal(st); err != nil {
-		return nil, err
-	}
-	rec, err := r.c.AppendStatement(ctx, r.priv, st)
-	var denied *DeniedError
-	var refused *RefusedError
-	switch {
-	case err == nil:
-		r.next = h.Seq + 1
-	case errors.As(err, &denied):
-		if denied.Receipt.ReasonCode == string(authority.SeqMismatch) {
+
+	// Read the answers in order. After a statement that was not accepted,
+	// the later ones carried a seq too high: those denied seq_mismatch are
+	// sent again.
+	broken := false
+	for i, q := range sent {
+		rec, err := recs[i], errs[i]
+		if rec != nil {
+			rec.Statement = q.st
+		}
+		var denied *DeniedError
+		var refused *RefusedError
+		mismatch := errors.As(err, &denied) && denied.Receipt.ReasonCode == string(authority.SeqMismatch)
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			r.next = q.st.Head().Seq + 1
+			r.mu.Unlock()
+		case (mismatch || errors.As(err, &refused)) && broken && q.tries < 3:
+			// Denied (or refused, rate-limited) for a seq one too high
+			// only because a statement before it was not accepted.
+			q.tries++
+			requeue = append(requeue, q)
+			continue
+		case mismatch:
+			r.mu.Lock()
 			r.next = 0
+			r.mu.Unlock()
+			broken = true
+		case errors.As(err, &denied), errors.As(err, &refused):
+			broken = true
+		default:
+			r.mu.Lock()
+			r.next = 0 // the outcome is unknown: ask the ledger next time
+			r.mu.Unlock()
+			broken = true
 		}
-	case errors.As(err, &refused):
-	default:
-		r.next = 0 // the outcome is unknown: ask the ledger next time
+		finish(q, rec, err)
 	}
-	if rec != nil && r.hooks.EmitReceipt != nil {
-		r.hooks.EmitReceipt(ctx, rec)
+	if broken && len(sent) > 1 {
+		r.mu.Lock()
+		r.serial = len(requeue) + serialRounds
+		r.mu.Unlock()
 	}
-	return rec, err
+	return requeue
 }
 
 func kindOf(st statement.Statement) statement.Kind {

@@ -86,7 +86,12 @@ type agentProc struct {
 
 func startAgent(t *testing.T, dir string, gateArgs []string) *agentProc {
 	t.Helper()
-	args := append([]string{"testdata/agent.mjs", "--"}, gateArgs...)
+	return startAgentArgs(t, dir, append([]string{"--"}, gateArgs...))
+}
+
+func startAgentArgs(t *testing.T, dir string, agentArgs []string) *agentProc {
+	t.Helper()
+	args := append([]string{"testdata/agent.mjs"}, agentArgs...)
 	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "CUSTODY_MCP_DIR="+dir)
 	cmd.Stderr = &testWriter{t: t}
@@ -373,6 +378,37 @@ func TestEndToEndNPM(t *testing.T) {
 		t.Fatal("the over-budget write happened")
 	}
 	a.wait(first(a.send(map[string]any{"op": "close"})))
+
+	// The same gate serving streamable HTTP on loopback, to a TypeScript
+	// agent connecting by URL.
+	gport := freePort(t)
+	hg := exec.Command(bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
+		"--grant", grant, "--config", cfgFile, "--http", "127.0.0.1:"+gport,
+		"--", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root)
+	hg.Stderr = &testWriter{t: t}
+	if err := hg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hg.Process.Kill(); hg.Wait() })
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", "127.0.0.1:"+gport)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 300 {
+			t.Fatal("the gate did not serve HTTP")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ha := startAgentArgs(t, dir, []string{"--url", "http://127.0.0.1:" + gport + "/"})
+	if isErr, text := ha.call("read_text_file", map[string]any{"path": a1}); isErr || !strings.Contains(text, "hello") {
+		t.Fatalf("a call over the gate's HTTP transport: %s", text)
+	}
+	if isErr, text := ha.call("read_text_file", map[string]any{"path": other}); !isErr || !strings.HasPrefix(text, "out_of_scope: ") {
+		t.Fatalf("out of scope over HTTP: %v %s", isErr, text)
+	}
+	ha.wait(first(ha.send(map[string]any{"op": "close"})))
 
 	// The receipts: every forwarded call has a pending then an outcome;
 	// custody verify accepts the workflow's bundle.

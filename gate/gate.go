@@ -139,6 +139,14 @@ type Gate struct {
 	powner   map[string]*upstream          // guarded by mu: prompt name -> upstream
 	inflight map[*call]struct{}            // guarded by mu
 	progress map[string]*mcp.ServerSession // guarded by mu: progress token -> agent session
+
+	// What the gate has seen of the ledger's answers, to send a pending
+	// receipt the ledger will likely deny in a round of its own
+	// (client.Alone), where its denial costs no other call's receipt a
+	// seq_mismatch.
+	stops      map[string]*statement.StopDoc // guarded by mu: STOPs seen in force
+	stopDenied bool                          // guarded by mu: a pending was denied for a STOP not seen; until a RESUME
+	spent      map[string]int64              // guarded by mu: limit -> least reserve denied limit_exceeded
 }
 
 // call is a gated tools/call in flight.
@@ -167,7 +175,8 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	g := &Gate{cfg: o.Config, rt: o.Runtime, c: o.Runtime.Client(), log: o.Logger, stderr: o.Stderr,
 		version: o.Version, timeout: o.StreamTimeout, grantID: o.Grant, inForce: map[string]bool{},
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
-		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{}, streamUp: make(chan struct{}),
+		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{},
+		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -465,9 +474,14 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 
 	pending := &statement.ReceiptDoc{ReceiptID: client.NewID("receipt"), Workflow: g.workflow, StepID: step, Action: rule.Capability,
 		Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve}
-	if _, err := g.rt.Receipt(ctx, pending); err != nil {
+	wctx := ctx
+	if g.doubtful(c, rule.Capability, target, reserve) {
+		wctx = client.Alone(ctx)
+	}
+	if _, err := g.rt.Receipt(wctx, pending); err != nil {
 		var de *client.DeniedError
 		if errors.As(err, &de) {
+			g.denied(de.Receipt.ReasonCode, reserve)
 			return Refusal(de.Receipt.ReasonCode, "%s (DENIAL at index %d; the call was not forwarded)", de.Receipt.Reason, de.Receipt.Index), nil
 		}
 		var re *client.RefusedError
@@ -523,6 +537,57 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return Refusal(CodeUpstream, "%s: %v", up.name, err), nil
 	}
 	return res, nil
+}
+
+// doubtful reports whether the ledger will likely deny a call's pending
+// receipt: outside the grant's scope, over its limits, over what a denial
+// showed is left, or under a STOP the gate knows of. The ledger still
+// decides; this only keeps such a receipt out of a batch.
+func (g *Gate) doubtful(c *call, action, target string, reserve map[string]int64) bool {
+	sc := g.grant.Scope
+	if !scope.Covers(sc.Capabilities, action) || !scope.Covers(sc.Targets, target) || (sc.StepIDs != nil && !scope.Covers(sc.StepIDs, c.step)) {
+		return true
+	}
+	for k, v := range reserve {
+		if lim, ok := g.grant.Limits[k]; ok && v > lim {
+			return true
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopDenied {
+		return true
+	}
+	for _, st := range g.stops {
+		if c.covers(st) {
+			return true
+		}
+	}
+	for k, v := range reserve {
+		if least, ok := g.spent[k]; ok && v >= least {
+			return true
+		}
+	}
+	return false
+}
+
+// denied notes what a denial shows: a STOP in force, or a budget spent
+// (charges are never released, so a reserve as large will be denied too).
+func (g *Gate) denied(code string, reserve map[string]int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch code {
+	case "workflow_stopped", "step_stopped":
+		g.stopDenied = true
+	case "limit_exceeded":
+		for k, v := range reserve {
+			if v > 0 {
+				if least, ok := g.spent[k]; !ok || v < least {
+					g.spent[k] = v
+				}
+			}
+		}
+	}
 }
 
 // outcome is an outcome receipt being filled.
@@ -640,6 +705,15 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 }
 
 func (g *Gate) onEntry(e *api.Entry) {
+	if statement.Kind(e.Kind) == statement.Resume {
+		if st, err := statement.Parse(statement.Resume, e.Statement); err == nil {
+			g.mu.Lock()
+			delete(g.stops, st.(*statement.ResumeDoc).StopRef)
+			g.stopDenied = false
+			g.mu.Unlock()
+		}
+		return
+	}
 	if statement.Kind(e.Kind) != statement.Stop {
 		return
 	}
@@ -651,6 +725,7 @@ func (g *Gate) onEntry(e *api.Entry) {
 	g.log.Warn("STOP", "id", stop.RequestID, "scope", stop.StopScope, "step", stop.StepID, "reason", stop.Reason)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.stops[stop.RequestID] = stop
 	for c := range g.inflight {
 		if c.covers(stop) {
 			c.cancel(&client.StoppedError{Stop: stop, Index: e.Index})

@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -80,9 +81,14 @@ func startUpstream(t *testing.T) (*files, *mcp.Server, string) {
 		f.mu.Unlock()
 		return &mcp.CallToolResult{}, nil, nil
 	})
+	return f, s, serveUpstream(t, s)
+}
+
+// serveUpstream serves an MCP server over streamable HTTP on loopback.
+func serveUpstream(tb testing.TB, s *mcp.Server) string {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(hs.Close)
-	return f, s, hs.URL
+	tb.Cleanup(hs.Close)
+	return hs.URL + "/"
 }
 
 const testConfig = `{"tools": {
@@ -126,7 +132,7 @@ func newWorld(t *testing.T, config string) *world {
 	}
 	rt := client.NewRuntime(w.lg.NewClient(), priv, "agent:gate", nil)
 	w.g, err = gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: w.grant,
-		Upstreams: []gate.Upstream{{Name: "files", URL: url + "/"}}, StreamTimeout: 2 * time.Second})
+		Upstreams: []gate.Upstream{{Name: "files", URL: url}}, StreamTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +441,7 @@ func TestConfigAgainstGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = gate.New(context.Background(), gate.Options{Config: cfg, Runtime: client.NewRuntime(w.lg.NewClient(), c.key, "", nil),
-			Grant: w.grant, Upstreams: []gate.Upstream{{URL: url + "/"}}})
+			Grant: w.grant, Upstreams: []gate.Upstream{{URL: url}}})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New: %v, want %q", err, c.want)
 		}
@@ -468,4 +474,46 @@ func restartLedger(t *testing.T, lg *servertest.Log, addr string) {
 	hs := &http.Server{Handler: server.New(l, server.Options{}).Handler()}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
+}
+
+// TestConcurrentCalls: 32 agents' calls at once, some out of scope. The
+// in-scope ones pass, the others are refused, and the refused ones (sent
+// alone, since the gate sees they are out of scope) cost no other call's
+// receipt a seq_mismatch.
+func TestConcurrentCalls(t *testing.T) {
+	w := newWorld(t, `{"tools": {"write": {"capability": "fs.write", "target": "fs/{path}"}}}`)
+	var wg sync.WaitGroup
+	texts := make([]string, 32)
+	errs := make([]bool, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir := "allowed"
+			if i%8 == 3 {
+				dir = "secret"
+			}
+			res, err := w.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": fmt.Sprintf("/%s/%d", dir, i), "text": "x"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			errs[i], texts[i] = res.IsError, res.Content[0].(*mcp.TextContent).Text
+		}()
+	}
+	wg.Wait()
+	for i := range 32 {
+		if want := i%8 == 3; errs[i] != want || (want && !strings.HasPrefix(texts[i], "out_of_scope: ")) {
+			t.Errorf("call %d: isError %v %q", i, errs[i], texts[i])
+		}
+	}
+	rs, denials := w.receipts(t)
+	if len(rs) != 2*28 || len(denials) != 4 {
+		t.Fatalf("%d receipts and %d denials, want 56 and 4", len(rs), len(denials))
+	}
+	for _, d := range denials {
+		if d.ReasonCode != "out_of_scope" {
+			t.Errorf("a DENIAL %s: %s", d.ReasonCode, d.Reason)
+		}
+	}
 }

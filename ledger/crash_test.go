@@ -73,6 +73,7 @@ func TestCrashRecovery(t *testing.T) {
 		lines := make(chan string, 1024)
 		go func() {
 			sc := bufio.NewScanner(out)
+			sc.Buffer(nil, 64<<20)
 			for sc.Scan() {
 				lines <- sc.Text()
 			}
@@ -150,6 +151,9 @@ func TestCrashRecovery(t *testing.T) {
 func parseAck(t *testing.T, line string, acked map[uint64]string, head func(uint64, string)) {
 	f := strings.Fields(line)
 	if len(f) != 5 || f[0] != "ack" {
+		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "=== RUN") {
+			t.Logf("child (%d bytes): %.600s", len(line), line)
+		}
 		return
 	}
 	idx, _ := strconv.ParseUint(f[1], 10, 64)

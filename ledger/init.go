@@ -57,6 +57,9 @@ func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 		if _, err := os.Stat(filepath.Join(loc, "db")); err == nil {
 			return nil, fmt.Errorf("%s holds a database but no %s: refusing to overwrite it", loc, configName)
 		}
+		if _, err := os.Stat(filepath.Join(loc, SignedHeadName)); err == nil {
+			return nil, fmt.Errorf("%s holds a signed head (%s) but no %s: it held a log; refusing to start another there", loc, SignedHeadName, configName)
+		}
 		if err := os.MkdirAll(filepath.Join(loc, "keys"), 0o700); err != nil {
 			return nil, err
 		}
@@ -135,7 +138,7 @@ func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 		}
 	}
 	if db {
-		created = append(created, filepath.Join(loc, "db"))
+		created = append(created, filepath.Join(loc, "db"), filepath.Join(loc, SignedHeadName))
 	}
 	l, err := open(st, origin, oneKey(o.LogKey), o.Options)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -63,6 +64,10 @@ type Options struct {
 	// (default 256 MiB): a batch that would leave less is not committed and
 	// fails with ErrDiskFull. See ErrDiskFull for why.
 	ReserveBytes int64
+	// BallastBytes is the ballast a data folder keeps against other
+	// programs filling its disk (storage/badgerstore/ballast.go; default
+	// 64 MiB, negative: none).
+	BallastBytes int64
 	// LogOnly enables AppendLeaves, which writes raw leaves with no
 	// authority checks. It exists to measure the log alone (benchmarks and
 	// the side-by-side comparison with other logs); a ledger written this
@@ -77,6 +82,17 @@ type Options struct {
 	// HeadPoll is how often a server that does not sequence reads the
 	// head from the store (default 200 ms).
 	HeadPoll time.Duration
+	// ReadOnly opens the ledger for reading only and never writes to its
+	// store: a data folder is read through a scratch copy (see
+	// storage/badgerstore/scratch.go), so nothing in it changes. Appends
+	// fail with ErrReadOnly. A store that fails the open checks still
+	// opens, so that it can be inspected; Damage says what is wrong.
+	ReadOnly bool
+	// HeadFile is where the last checkpoint the log signed is kept,
+	// outside the store (signedhead.go): default D/signed-head for a data
+	// folder, and for a database a file under the user's configuration
+	// folder named for the database (custody/signed-heads/<hash>).
+	HeadFile string
 }
 
 func (o *Options) defaults() {
@@ -190,9 +206,20 @@ type Ledger struct {
 	builder  *merkle.Builder
 	limiter  *limiter
 	lastAt   time.Time
+	wfx      wfIndexer // the workflow index of the batches in flight
 	// txnBudget is the most a batch's transaction may weigh (the
 	// store's Weigh): its Budget, smaller in tests of split.
 	txnBudget int
+
+	// hf is the signed-head file (signedhead.go), written by the commit
+	// goroutine before a head is shown; nil when ReadOnly.
+	hf *headFile
+	// failed is set when a batch was committed but its checkpoint could
+	// not be made durable in the signed-head file: nothing more is
+	// committed or shown until a restart.
+	failed atomic.Pointer[error]
+	// damage is what the open checks of a ReadOnly ledger found wrong.
+	damage error
 
 	head     atomic.Pointer[Head] // the latest committed tree head
 	headMu   sync.Mutex           // orders changes of head
@@ -215,6 +242,10 @@ var ErrClosed = errors.New("ledger: closed")
 // ErrLocked is returned when another process has the data folder open.
 var ErrLocked = storage.ErrLocked
 
+// ErrReadOnly is returned by appends to a ledger opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("ledger: opened read-only")
+
 // ErrDiskFull is returned (wrapped) when a batch is not committed because
 // the data folder's filesystem is nearly full; see storage.ErrDiskFull.
 var ErrDiskFull = storage.ErrDiskFull
@@ -231,15 +262,46 @@ func openStore(loc string, opts Options) (storage.Store, error) {
 		defer cancel()
 		return pgstore.Open(ctx, loc, pgstore.Options{})
 	}
-	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes})
+	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes, BallastBytes: opts.BallastBytes, ReadOnly: opts.ReadOnly})
 }
 
 // Open opens the ledger at loc, which Init created: a data folder, or a
 // postgres:// URL.
 func Open(loc string, opts Options) (*Ledger, error) {
 	opts.defaults()
+	if !pgstore.IsURL(loc) && !badgerstore.Exists(loc) {
+		if _, err := os.Stat(filepath.Join(loc, SignedHeadName)); err != nil {
+			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", loc, loc)
+		}
+		return nil, &DamageError{Dir: loc, Err: ErrRolledBack,
+			What: fmt.Sprintf("%s holds the log's signed head but no database (%s is missing)", loc, filepath.Join(loc, "db"))}
+	}
+	if !opts.ReadOnly && !pgstore.IsURL(loc) && badgerstore.Exists(loc) {
+		// Check a scratch copy first: Badger must not open (and "repair")
+		// a folder that does not hold what the log last signed.
+		ro := opts
+		ro.ReadOnly = true
+		l, err := Open(loc, ro)
+		switch {
+		case err != nil && !isNoSpace(err):
+			return nil, err
+		case err == nil:
+			damage := l.damage
+			l.Close()
+			if damage != nil {
+				return nil, damage
+			}
+		}
+		// No room for a scratch copy: the same checks run on the folder
+		// itself below; only the evidence of what Badger cuts at open may
+		// then be lost.
+	}
 	st, err := openStore(loc, opts)
 	if err != nil {
+		var oe *badgerstore.OpenError
+		if errors.As(err, &oe) && !isNoSpace(err) && fileExists(filepath.Join(loc, SignedHeadName)) {
+			return nil, &DamageError{Dir: loc, Err: ErrDamaged, What: fmt.Sprintf("the store cannot be opened: %v", oe.Err), Files: oe.Files}
+		}
 		return nil, err
 	}
 	l, err := OpenStore(st, opts)
@@ -344,7 +406,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, kr: kr,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
-	if ls, ok := st.(storage.Leaser); ok {
+	if ls, ok := st.(storage.Leaser); ok && !opts.ReadOnly {
 		l.lead.leaser = ls
 		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
 		err := l.tryLead(ctx)
@@ -354,11 +416,29 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		}
 		l.lead.seqEpoch = l.lead.epoch.Load()
 	}
-	if err := l.load(); err != nil {
+	err := l.load()
+	if d, ok := st.(interface{ Damaged() []string }); ok && err == nil && len(d.Damaged()) > 0 {
+		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "a read-write open would drop committed transactions"}
+	}
+	var de *DamageError
+	if errors.As(err, &de) {
+		if d, ok := st.(interface{ Diagnose() []string }); ok {
+			de.Files = append(de.Files, d.Diagnose()...)
+		}
+	}
+	if opts.ReadOnly && de != nil {
+		l.damage, err = err, nil
+	}
+	if err != nil {
 		if l.lead.leaser != nil {
 			l.lead.leaser.Release(context.Background())
 		}
+		l.hf.close()
 		return nil, err
+	}
+	if opts.ReadOnly {
+		close(l.closing)
+		return l, nil
 	}
 	if l.lead.leaser != nil {
 		l.wg.Add(1)
@@ -393,9 +473,15 @@ func (l *Ledger) load() error {
 // loadHead reads the committed head and prepares the builder (and, if
 // resign, signs the head again with the current checkpoint keys).
 func (l *Ledger) loadHead(resign bool) error {
+	damaged := func(what string, cause error) error {
+		return &DamageError{Dir: l.loc, What: what, Err: cause}
+	}
 	sh, err := l.store.Head(context.Background())
 	if err != nil {
-		return fmt.Errorf("reading the tree head: %w", err)
+		if errors.Is(err, storage.ErrUnavailable) {
+			return fmt.Errorf("reading the tree head: %w", err)
+		}
+		return damaged(fmt.Sprintf("reading the tree head: %v", err), ErrDamaged)
 	}
 	var cp []byte
 	edge := merkle.NewEdge()
@@ -404,32 +490,55 @@ func (l *Ledger) loadHead(resign bool) error {
 			return fmt.Errorf("the database holds log %q, but the config names %q", sh.Origin, l.origin)
 		}
 		if edge, err = merkle.ParseEdge(sh.Edge); err != nil {
-			return fmt.Errorf("stored tree edge: %w", err)
+			return damaged(fmt.Sprintf("the stored tree edge: %v", err), ErrDamaged)
 		}
 		cp = sh.Checkpoint
 	}
 	tiles := l.tileReader()
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
-		return fmt.Errorf("stored tiles: %w", err)
+		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
 	if err := l.pinRetired(); err != nil {
 		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
+	// The store against the last checkpoint the log signed, and its right
+	// edge against its own head: refuse before anything is signed or
+	// written (a read-only open records the damage and goes on).
+	slot, err := l.checkSignedHead(h)
+	if err != nil {
+		return err
+	}
+	if err := l.verifyTail(h); err != nil {
+		return damaged(err.Error(), ErrDamaged)
+	}
+	if cp == nil && h.Size > 0 {
+		return damaged(fmt.Sprintf("the store holds %d entries but no checkpoint", h.Size), ErrDamaged)
+	}
+	if !l.opts.ReadOnly && l.hf == nil {
+		if l.hf, err = openHeadFile(l.headPath(), slot); err != nil {
+			return err
+		}
+	}
 	if cp != nil {
 		c, err := l.keySet.Open(cp)
 		if err != nil {
 			return fmt.Errorf("stored checkpoint: %w", err)
 		}
 		if c.Size != h.Size || c.Root != h.Root {
-			return fmt.Errorf("stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, h.Size)
+			return damaged(fmt.Sprintf("the stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, h.Size), ErrDamaged)
 		}
 		// After a change of checkpoint keys, the head is signed again by
 		// the keys now in use (the same size and root: nothing a reader
 		// saw before is contradicted). Ed25519 is deterministic, so an
 		// unchanged key list gives the same bytes and writes nothing.
-		if resign {
+		if resign && !l.opts.ReadOnly {
 			if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
+				return err
+			}
+		}
+		if l.hf != nil {
+			if err := l.hf.write(h.Checkpoint); err != nil {
 				return err
 			}
 		}
@@ -452,11 +561,21 @@ func (l *Ledger) Close() error {
 		l.closeMu.Unlock()
 		return nil
 	}
-	close(l.closing)
+	if !l.opts.ReadOnly {
+		close(l.closing)
+	}
 	l.closeMu.Unlock()
 	l.wg.Wait()
-	return l.store.Close()
+	err := l.store.Close()
+	if e := l.hf.close(); err == nil {
+		err = e
+	}
+	return err
 }
+
+// Damage is what the open checks found wrong with the store of a ledger
+// opened with Options.ReadOnly (a *DamageError), or nil.
+func (l *Ledger) Damage() error { return l.damage }
 
 // Origin is the log's origin (its checkpoint key name).
 func (l *Ledger) Origin() string { return l.origin }

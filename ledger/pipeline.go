@@ -102,6 +102,9 @@ func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) 
 	if len(envelope) <= MaxSubmission {
 		envelope = bytes.Clone(envelope)
 	}
+	if l.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
 	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
@@ -351,6 +354,12 @@ type pendingAnswer struct {
 
 // process decides a batch and commits it in one transaction.
 func (l *Ledger) process(batch []*request) {
+	l.wfx.job++
+	if f := l.failed.Load(); f != nil {
+		l.drain()
+		l.refuseAll(batch, *f)
+		return
+	}
 	// On a shared store: only the lease holder decides, on the state the
 	// store holds under its epoch.
 	if err := l.takeLead(); err != nil {
@@ -387,6 +396,7 @@ func (l *Ledger) process(batch []*request) {
 	answers := make([]pendingAnswer, len(batch))
 	seen := make(map[[32]byte]int, len(batch))
 	workflows := map[string]bool{}
+	wfNew := map[string][]uint64{}
 	var (
 		b      = &storage.Batch{From: l.next}
 		hashes []merkle.Hash
@@ -445,6 +455,12 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, d.Statement)
 			if wf := d.Statement.WorkflowID(); wf != "" {
 				workflows[wf] = true
+				wfNew[wf] = append(wfNew[wf], next)
+				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow); err != nil {
+					l.drain()
+					l.fail(batch, answers, err)
+					return
+				}
 			}
 		case authority.Denied:
 			if !l.limiter.allow(d.SignerKey, at) {
@@ -462,6 +478,12 @@ func (l *Ledger) process(batch []*request) {
 			link = l.engine.Link(next, at, doc)
 			if doc.Workflow != "" {
 				workflows[doc.Workflow] = true
+				wfNew[doc.Workflow] = append(wfNew[doc.Workflow], next)
+				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow); err != nil {
+					l.drain()
+					l.fail(batch, answers, err)
+					return
+				}
 			}
 		}
 		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
@@ -480,7 +502,7 @@ func (l *Ledger) process(batch []*request) {
 		seen[req.hash] = i
 		next++
 	}
-	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, done: make(chan error, 1)}
+	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, wfNew: wfNew, done: make(chan error, 1)}
 	if len(hashes) > 0 {
 		if err := l.prepare(j, b, hashes); err != nil {
 			if errors.Is(err, errTxnTooBig) {
@@ -498,6 +520,7 @@ func (l *Ledger) process(batch []*request) {
 		l.fail(batch, answers, err)
 		return
 	}
+	l.wfx.committed(l.wfx.job - 1)
 	l.next, l.lastAt = next, at
 	if len(hashes) == 0 {
 		l.answer(j, l.head.Load())
@@ -510,13 +533,14 @@ func (l *Ledger) process(batch []*request) {
 // job is a decided batch on its way to disk.
 type job struct {
 	answers   []pendingAnswer
-	n         int              // leaves
-	hashes    map[[32]byte]int // dedup hashes of the submissions it logs
-	workflows map[string]bool  // the workflows its leaves join
-	prover    *merkle.Prover   // proves its answers from the tiles it writes
-	batch     *storage.Batch   // everything its transaction writes
-	head      *Head            // the head it commits
-	done      chan error       // the commit's outcome, once its answers are sent
+	n         int                 // leaves
+	hashes    map[[32]byte]int    // dedup hashes of the submissions it logs
+	workflows map[string]bool     // the workflows its leaves join
+	wfNew     map[string][]uint64 // and their leaves in each
+	prover    *merkle.Prover      // proves its answers from the tiles it writes
+	batch     *storage.Batch      // everything its transaction writes
+	head      *Head               // the head it commits
+	done      chan error          // the commit's outcome, once its answers are sent
 }
 
 // prepare extends the tree with a batch's leaves and gathers everything its
@@ -545,6 +569,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.DirtyHints(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()
+	l.wfx.written(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	b.Edge, b.Checkpoint = edge, cp
 	if b.From == 0 {
 		b.Origin = l.origin
@@ -614,6 +639,14 @@ func (l *Ledger) drain() error {
 // publishes the new head, and only then answers its submissions.
 func (l *Ledger) commitJob(j *job) {
 	err := l.commit(j)
+	if err == nil {
+		// Durable outside the store before anyone sees it (signedhead.go).
+		if err = l.hf.write(j.head.Checkpoint); err != nil {
+			err = fmt.Errorf("entries %d..%d are committed, but their checkpoint could not be kept in the signed-head file (%w); the ledger stops appending: restart it",
+				j.head.Size-uint64(j.n), j.head.Size-1, err)
+			l.failed.Store(&err)
+		}
+	}
 	if err != nil {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell
@@ -631,7 +664,7 @@ func (l *Ledger) commitJob(j *job) {
 		j.done <- err
 		return
 	}
-	l.advanceHead(j.head, j.workflows)
+	l.advanceHead(j.head, j.workflows, j.wfNew)
 	l.answer(j, j.head)
 	j.done <- nil
 }
@@ -809,6 +842,7 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 // engine's cached changes, the tree builder's leaves and the next index.
 func (l *Ledger) recoverState() error {
 	l.engine.Discard()
+	l.wfx.discard()
 	l.next = l.head.Load().Size
 	return l.reload()
 }

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -33,32 +35,46 @@ func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify
 	}
 	var indexes []uint64
 	var trustTop uint64
+	var leaves map[uint64][]byte
 	switch {
 	case e.Kind() == "GENESIS" || e.Kind() == "PRINCIPAL":
 		trustTop = subject
 	case e.Statement.WorkflowID() == "":
 		indexes, trustTop = []uint64{subject}, e.TrustHead
 	default:
-		wf, err := l.WorkflowIndexes(e.Statement.WorkflowID())
+		// From the workflow index, at most MaxBundleEntries of them.
+		wfID := e.Statement.WorkflowID()
+		wf, more, err := l.WorkflowRange(context.Background(), wfID, 0, MaxBundleEntries)
 		if err != nil {
 			return nil, err
 		}
 		for _, i := range wf {
 			if i > subject && !wholeWorkflow {
+				more = false
 				break
 			}
 			indexes = append(indexes, i)
 		}
+		if more {
+			return nil, &BundleTooLargeError{Subject: subject, Workflow: wfID, Whole: wholeWorkflow}
+		}
 		if !slices.Contains(indexes, subject) {
 			return nil, fmt.Errorf("entry %d is not on the back-link chain of workflow %q", subject, e.Statement.WorkflowID())
 		}
-		// The trust chain up to the newest trust head any included entry used.
+		// The trust chain up to the newest trust head any included entry
+		// used (each leaf read once: kept for the bundle).
+		leaves = make(map[uint64][]byte, len(indexes))
 		for _, i := range indexes {
-			le, err := l.trustHeadAt(i)
+			raw, err := l.LeafBytes(i)
 			if err != nil {
 				return nil, err
 			}
-			trustTop = max(trustTop, le)
+			leaf, _, err := statement.ParseLeaf(raw)
+			if err != nil {
+				return nil, err
+			}
+			leaves[i] = raw
+			trustTop = max(trustTop, leaf.TrustHead)
 		}
 	}
 	trust, err := l.TrustIndexes(trustTop)
@@ -73,9 +89,12 @@ func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify
 	}
 	b := &verify.Bundle{Format: verify.BundleFormat, Origin: l.origin, Checkpoint: string(head.Checkpoint), Subject: subject}
 	for _, i := range all {
-		leaf, err := l.LeafBytes(i)
-		if err != nil {
-			return nil, err
+		leaf, ok := leaves[i]
+		if !ok {
+			var err error
+			if leaf, err = l.LeafBytes(i); err != nil {
+				return nil, err
+			}
 		}
 		proof, err := l.prover.InclusionProof(i, head.Size)
 		if err != nil {
@@ -86,18 +105,33 @@ func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify
 	return b, nil
 }
 
-// trustHeadAt returns the trust head of the leaf at index.
-func (l *Ledger) trustHeadAt(index uint64) (uint64, error) {
-	raw, err := l.LeafBytes(index)
-	if err != nil {
-		return 0, err
-	}
-	leaf, _, err := statement.ParseLeaf(raw)
-	if err != nil {
-		return 0, err
-	}
-	return leaf.TrustHead, nil
+// MaxBundleEntries is the most workflow entries one bundle holds: a bundle
+// is built in memory (about 2.5 KiB an entry with its proof), so this
+// bounds what one request can make the server hold.
+const MaxBundleEntries = 16384
+
+// ErrTooLarge is wrapped by BundleTooLargeError.
+var ErrTooLarge = errors.New("too large")
+
+// BundleTooLargeError is Prove's error for a bundle of more than
+// MaxBundleEntries workflow entries; its sentence says how to get the
+// workflow in parts.
+type BundleTooLargeError struct {
+	Subject  uint64
+	Workflow string
+	Whole    bool
 }
+
+func (e *BundleTooLargeError) Error() string {
+	what := fmt.Sprintf("the bundle of entry %d", e.Subject)
+	if e.Whole {
+		what = fmt.Sprintf("the bundle of workflow %q", e.Workflow)
+	}
+	return fmt.Sprintf("%s would hold more than %d workflow entries, the most one bundle holds: read the workflow in pages (GET /v1/workflows/{id}?after=N, each page's last index as the next N; `custody get` reads single entries) and check each entry with its inclusion proof (GET /v1/proof/inclusion?index=N), or ask for the bundle of an earlier entry of the workflow",
+		what, MaxBundleEntries)
+}
+
+func (e *BundleTooLargeError) Unwrap() error { return ErrTooLarge }
 
 // MaxTLogProofLeaf is the largest leaf a tlog-proof can carry: the common
 // reader (transparency-dev/formats) reads lines of at most 64 KiB, and the

@@ -108,33 +108,9 @@ func (l *Ledger) KeyBinding(keyID string) (*authority.KeyRec, error) {
 	return &rec, nil
 }
 
-// WorkflowIndexes returns the indexes of a workflow's leaves in log order,
-// found by walking prev_in_workflow back from its latest leaf.
+// WorkflowIndexes returns the indexes of a workflow's leaves in log order.
 func (l *Ledger) WorkflowIndexes(wf string) ([]uint64, error) {
-	var rec authority.WorkflowRec
-	ok, err := l.record(authority.WorkflowRecordKey(wf), &rec)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
-	}
-	var out []uint64
-	for i, next := 0, &rec.Last; next != nil; i++ {
-		if i > 100_000_000 {
-			return nil, fmt.Errorf("workflow %q: back-link loop", wf)
-		}
-		out = append(out, *next)
-		e, err := l.leafLinks(*next)
-		if err != nil {
-			return nil, err
-		}
-		next = e
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	return l.WorkflowIndexesAfter(wf, 0)
 }
 
 func (l *Ledger) leafLinks(index uint64) (*uint64, error) {
@@ -265,7 +241,7 @@ func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
 func (l *Ledger) StateRecords() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := l.store.Records(context.Background(), func(k string, v []byte) error {
-		if !authority.IsHint(k) {
+		if !isIndexKey(k) && !authority.IsHint(k) { // derived records, not authority state
 			out[k] = v
 		}
 		return nil

@@ -1,7 +1,8 @@
 package ledger
 
 import (
-	"fmt"
+	"context"
+	"math"
 	"sync"
 
 	"github.com/custodylog/custody/authority"
@@ -18,6 +19,10 @@ type Commit struct {
 	// here, and that missed nothing, need not look. Nil when unknown (a
 	// server that does not sequence the log learns only the new head).
 	Workflows map[string]bool
+	// Indexes are the batch's leaves of each workflow in Workflows, in
+	// log order (nil when unknown): a subscriber that missed nothing
+	// reads them from here, not from the store.
+	Indexes map[string][]uint64
 }
 
 // broadcaster tells subscribers about new commits. A slow subscriber never
@@ -70,31 +75,11 @@ func (l *Ledger) Watch() (<-chan Commit, func()) {
 }
 
 // WorkflowIndexesAfter returns the indexes of a workflow's leaves above
-// after, in log order, walking back-links only as far as needed.
+// after, in log order (from the workflow index: see WorkflowRange, which
+// bounds how many).
 func (l *Ledger) WorkflowIndexesAfter(wf string, after uint64) ([]uint64, error) {
-	var rec struct {
-		Last uint64 `json:"last"`
-	}
-	ok, err := l.record(workflowKey(wf), &rec)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
-	}
-	var out []uint64
-	for next := &rec.Last; next != nil && *next > after; {
-		out = append(out, *next)
-		p, err := l.leafLinks(*next)
-		if err != nil {
-			return nil, err
-		}
-		next = p
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	idx, _, err := l.WorkflowRange(context.Background(), wf, after, math.MaxInt)
+	return idx, err
 }
 
 func workflowKey(wf string) string { return authority.WorkflowRecordKey(wf) }

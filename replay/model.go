@@ -252,8 +252,7 @@ func Build(b *verify.Bundle, verifierKey string, o Options) (*Report, error) {
 	}
 	st := newStatuses(v)
 	bd := &builder{r: r, o: o, e: authority.NewView(authority.MemStore{}), rows: map[uint64]*Row{},
-		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{},
-		inForce: map[string][]string{}}
+		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{}}
 	var entries []decoded
 	for _, be := range b.Entries {
 		d := decode(be)
@@ -383,7 +382,6 @@ type builder struct {
 	charge   map[string]map[string][2]int64
 	grants   []string // accepted grant ids in log order
 	stopIDs  []string
-	inForce  map[string][]string // workflow -> STOPs in force, in log order
 	stopDocs map[uint64]*statement.StopDoc
 	asOf     time.Time
 	// replayedTo is the index of the first entry the model replay could
@@ -458,13 +456,9 @@ func (bd *builder) replay(entries []decoded) {
 			return
 		}
 		row := bd.rows[d.index]
-		var inForce []*authority.StopRec
+		var inForce *authority.StopRec
 		if r, ok := d.st.(*statement.ReceiptDoc); ok && d.err == nil && !r.IsPending() {
-			for _, id := range bd.inForce[r.Workflow] {
-				if s := bd.e.StopRecord(id); s != nil {
-					inForce = append(inForce, s)
-				}
-			}
+			inForce = bd.e.StopInForce(r.Workflow, r.StepID)
 		}
 		dec, err := bd.e.Replay(d.index, d.raw)
 		if err != nil {
@@ -496,7 +490,7 @@ func (bd *builder) stop(index uint64) {
 }
 
 // apply reads what one replayed entry did.
-func (bd *builder) apply(row *Row, d decoded, dec *authority.Decision, inForce []*authority.StopRec) {
+func (bd *builder) apply(row *Row, d decoded, dec *authority.Decision, inForce *authority.StopRec) {
 	if k := bd.e.Key(d.env.KeyID); k != nil && d.kind != statement.Denial {
 		row.Actor = k.Name
 	}
@@ -521,12 +515,10 @@ func (bd *builder) apply(row *Row, d decoded, dec *authority.Decision, inForce [
 		}
 	case *statement.StopDoc:
 		bd.stopIDs = append(bd.stopIDs, s.RequestID)
-		bd.inForce[s.Workflow] = append(bd.inForce[s.Workflow], s.RequestID)
 		bd.stopDocs[d.index] = s
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.RequestID)
 	case *statement.ResumeDoc:
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.StopRef)
-		bd.inForce[s.Workflow] = slices.DeleteFunc(bd.inForce[s.Workflow], func(id string) bool { return id == s.StopRef })
 	case *statement.DenialDoc:
 		bd.denial(row, s, dec)
 	}
@@ -597,22 +589,19 @@ func sat(a, b int64) int64 {
 
 // afterStop flags an outcome recorded while a STOP covering its step was
 // in force: the step was already running when the STOP came.
-func (bd *builder) afterStop(row *Row, s *statement.ReceiptDoc, inForce []*authority.StopRec) {
-	for _, st := range inForce {
-		if st.Scope == statement.StopStep && s.StepID != st.Step && !strings.HasPrefix(s.StepID, st.Step+"/") {
-			continue
-		}
-		started := ""
-		if p := bd.pend[s.PendingRef]; p != nil {
-			started = fmt.Sprintf(" (pending %s at #%d, before the STOP)", p.ID, p.Index)
-			if p.Index > st.Index {
-				started = fmt.Sprintf(" (pending %s at #%d)", p.ID, p.Index)
-			}
-		}
-		bd.flag(row, AttnAfterStop, "", fmt.Sprintf("outcome %s (%s) of %s → %s recorded after %s STOP %s at #%d%s",
-			s.ReceiptID, s.Result, s.Action, s.Target, st.Scope, st.ID, st.Index, started))
+func (bd *builder) afterStop(row *Row, s *statement.ReceiptDoc, st *authority.StopRec) {
+	if st == nil {
 		return
 	}
+	started := ""
+	if p := bd.pend[s.PendingRef]; p != nil {
+		started = fmt.Sprintf(" (pending %s at #%d, before the STOP)", p.ID, p.Index)
+		if p.Index > st.Index {
+			started = fmt.Sprintf(" (pending %s at #%d)", p.ID, p.Index)
+		}
+	}
+	bd.flag(row, AttnAfterStop, "", fmt.Sprintf("outcome %s (%s) of %s → %s recorded after %s STOP %s at #%d%s",
+		s.ReceiptID, s.Result, s.Action, s.Target, st.Scope, st.ID, st.Index, started))
 }
 
 // denial lists a denial, and a denied grant in the tree.

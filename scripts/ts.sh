@@ -4,7 +4,9 @@
 # installs the SDK's dependencies from its lock file (npm ci), compiles it,
 # and runs its tests with node's own test runner against real servers.
 # Each test file starts its own `custody serve` on a free loopback port and
-# stops it when done. About 10-20 s on 2 cores once npm's cache is warm.
+# stops it when done; the failover test serves one log from a throwaway
+# PostgreSQL cluster (scripts/postgres.sh, port $CUSTODY_TS_PGPORT or 54333)
+# with two servers. About 10-20 s on 2 cores once npm's cache is warm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,6 +31,19 @@ echo "== building custody for the SDK's tests"
 mkdir -p "$root/.cache/ts"
 go build -o "$root/.cache/ts/custody" ./cmd/custody
 export CUSTODY_BIN="$root/.cache/ts/custody"
+
+echo "== a throwaway PostgreSQL for the failover test (scripts/postgres.sh)"
+pgdir=$(mktemp -d /tmp/custody-ts-pg.XXXXXX)
+chmod 755 "$pgdir"
+export PGPORT=${CUSTODY_TS_PGPORT:-54333}
+trap 'PGPORT=$PGPORT "$root/scripts/postgres.sh" stop "$pgdir/pg" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+if [ "$(id -u)" = 0 ]; then "$root/scripts/postgres.sh" install; fi
+if pg_url=$("$root/scripts/postgres.sh" start "$pgdir/pg" 2>/dev/null | tail -1) && [ -n "$pg_url" ]; then
+  export CUSTODY_TEST_PG=$pg_url
+  echo "PostgreSQL at $pg_url"
+else
+  echo "no PostgreSQL: the failover test will skip (and fail with CI set)"
+fi
 
 cd sdk/typescript
 echo "== npm ci (from package-lock.json)"

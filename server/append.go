@@ -65,6 +65,12 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.l.Append(r.Context(), body)
+	s.answerAppend(w, r, start, res, err)
+}
+
+// answerAppend writes the answer to one submission, given the ledger's
+// result: the decision, a refusal, or why nothing was acknowledged.
+func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time.Time, res *ledger.Result, err error) {
 	var de *authority.DecisionError
 	switch {
 	case errors.As(err, &de):
@@ -73,6 +79,12 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ledger.ErrClosed):
 		s.m.appends.WithLabelValues("unavailable").Inc()
 		s.unavailable(w, api.CodeUnavailable, "the ledger is closed")
+		return
+	case errors.Is(err, ledger.ErrDiskFull):
+		// Nothing was acknowledged, and the ledger resumes by itself once
+		// space is freed: retryable.
+		s.m.appends.WithLabelValues("unavailable").Inc()
+		s.unavailable(w, api.CodeDiskFull, "nothing was acknowledged: "+err.Error())
 		return
 	case errors.Is(err, ledger.ErrNotLeader):
 		s.m.appends.WithLabelValues("not_leader").Inc()

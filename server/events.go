@@ -2,14 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
 )
 
@@ -23,8 +21,9 @@ import (
 // client sends (the index of the last entry it saw), or with the
 // workflow's first entry. Entries come in log order, each once, and only
 // once the checkpoint that holds them is published. A workflow that does
-// not exist yet is an empty stream that waits for its first entry. Idle
-// streams get a comment line every Options.KeepAlive.
+// not exist is answered 404 (a runtime subscribes to a workflow it holds a
+// grant in, which exists). Idle streams get a comment line every
+// Options.KeepAlive. See readcap.go for what streams may take.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	wf := r.PathValue("id")
 	var after uint64
@@ -42,6 +41,19 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
 	}
+	if ok, err := s.l.WorkflowExists(wf); err != nil {
+		s.readError(w, r, err)
+		return
+	} else if !ok {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "workflow "+strconv.Quote(wf)+" has no entries: there is nothing to watch")
+		return
+	}
+	addr := clientAddr(r)
+	if !s.addrs.take(addr, s.opts.MaxStreamsPerAddr) {
+		s.unavailable(w, api.CodeOverloaded, "too many event streams open from "+addr+"; close some or retry later")
+		return
+	}
+	defer s.addrs.release(addr)
 	select {
 	case s.streams <- struct{}{}:
 	default:
@@ -72,6 +84,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
+	// A write blocked on a client that does not read ends when the stream
+	// must: on shutdown, or when the client's context ends.
+	ctx := r.Context()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.stopping:
+		}
+		rc.SetWriteDeadline(time.Now())
+	}()
 	if write(": watching %s after %d\n\n", wf, after) != nil {
 		return
 	}
@@ -79,31 +101,38 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	defer keepAlive.Stop()
 	seen := uint64(0) // the head size this stream last looked under
 	for {
-		// Only entries under the published head: their proofs exist.
+		// Only entries under the published head: their proofs exist. Read
+		// in pages from the workflow index, one heavy-read token a page.
 		size := s.l.Head().Size
 		seen = size
-		idx, err := s.l.WorkflowIndexesAfter(wf, after)
-		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			s.log.Warn("event stream", "workflow", wf, "err", err)
-			return
-		}
-		for _, i := range idx {
-			if i >= size {
-				break
+		for more := true; more; {
+			release, ok := s.heavyWait(ctx)
+			if !ok {
+				return
 			}
-			e, err := s.l.Entry(i)
+			var idx []uint64
+			var err error
+			idx, more, err = s.l.WorkflowRange(ctx, wf, after, streamPage)
+			var events [][]byte
+			if err == nil {
+				events, err = s.encodeEvents(idx, size)
+			}
+			release()
 			if err != nil {
-				s.log.Warn("event stream", "workflow", wf, "index", i, "err", err)
+				if ctx.Err() == nil {
+					s.log.Warn("event stream", "workflow", wf, "err", err)
+				}
 				return
 			}
-			data, err := json.Marshal(EntryDoc(e))
-			if err != nil {
-				return
+			for k, ev := range events {
+				if write("%s", ev) != nil {
+					return
+				}
+				after = idx[k]
 			}
-			if write("id: %d\nevent: %s\ndata: %s\n\n", i, api.EventEntry, data) != nil {
-				return
+			if len(events) < len(idx) {
+				break // the rest is above the published head
 			}
-			after = i
 		}
 	wait:
 		select {
@@ -119,11 +148,41 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			if write(": keep-alive\n\n") != nil {
 				return
 			}
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-s.stopping:
 			write(": shutting down\n\n")
 			return
 		}
 	}
+}
+
+// streamPage is how many entries a stream reads under one heavy-read token.
+const streamPage = 256
+
+// encodeEvents returns the events of the entries at idx below size, each
+// encoded once for every stream (eventCache).
+func (s *Server) encodeEvents(idx []uint64, size uint64) ([][]byte, error) {
+	var out [][]byte
+	for _, i := range idx {
+		if i >= size {
+			break
+		}
+		if ev := s.events.get(i); ev != nil {
+			out = append(out, ev)
+			continue
+		}
+		e, err := s.l.Entry(i)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(EntryDoc(e))
+		if err != nil {
+			return nil, err
+		}
+		ev := []byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", i, api.EventEntry, data))
+		s.events.put(i, ev)
+		out = append(out, ev)
+	}
+	return out, nil
 }

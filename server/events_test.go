@@ -104,9 +104,10 @@ func TestEventsResume(t *testing.T) {
 // TestEventsKeepAlive: an idle stream gets comments.
 func TestEventsKeepAlive(t *testing.T) {
 	lg := servertest.Start(t, server.Options{KeepAlive: 20 * time.Millisecond})
+	lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_idle", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+"/v1/workflows/not_yet/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+"/v1/workflows/wf_idle/events", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -171,9 +172,21 @@ func TestEventsOutliveTimeouts(t *testing.T) {
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestStreamCap: past Options.MaxStreams, a new event stream is answered
-// 503 with Retry-After at once, and a freed slot is usable again.
+// 503 with Retry-After at once, and a freed slot is usable again. A stream
+// on a workflow that does not exist is 404 and takes no slot.
 func TestStreamCap(t *testing.T) {
 	lg := servertest.Start(t, server.Options{MaxStreams: 2})
+	lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_cap", nil)
+	for i := 0; i < 3; i++ {
+		r, err := http.Get(lg.URL + "/v1/workflows/wf_none/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusNotFound {
+			t.Fatalf("a stream on a workflow that does not exist: %d", r.StatusCode)
+		}
+	}
 	open := func() (*http.Response, error) {
 		return http.Get(lg.URL + "/v1/workflows/wf_cap/events")
 	}
@@ -210,4 +223,31 @@ func TestStreamCap(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.Body.Close()
+}
+
+// TestStreamCapPerAddr: one client address cannot hold more than
+// Options.MaxStreamsPerAddr streams.
+func TestStreamCapPerAddr(t *testing.T) {
+	lg := servertest.Start(t, server.Options{MaxStreams: 10, MaxStreamsPerAddr: 2})
+	lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_cap", nil)
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			r.Body.Close()
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		r, err := http.Get(lg.URL + "/v1/workflows/wf_cap/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, r)
+		want := http.StatusOK
+		if i == 2 {
+			want = http.StatusServiceUnavailable
+		}
+		if r.StatusCode != want {
+			t.Fatalf("stream %d from one address: %d, want %d", i+1, r.StatusCode, want)
+		}
+	}
 }

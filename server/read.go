@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -181,6 +182,11 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "format "+strconv.Quote(q.Get("format"))+": use bundle or tlog-proof")
 		return
 	}
+	release, ok := s.heavyRead(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	whole := false
 	switch q.Get("workflow") {
 	case "", "0", "false":
@@ -191,6 +197,10 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.l.ProveAt(index, whole, s.provingHead(index))
+	if errors.Is(err, ledger.ErrTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, err.Error())
+		return
+	}
 	if err != nil {
 		s.readError(w, r, err)
 		return
@@ -210,21 +220,18 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var idx []uint64
-	var err error
-	if set {
-		idx, err = s.l.WorkflowIndexesAfter(wf, after)
-	} else {
-		idx, err = s.l.WorkflowIndexes(wf)
+	_ = set // no ?after=: from the first entry (index 0 is GENESIS, never in a workflow)
+	release, ok := s.heavyRead(w, r)
+	if !ok {
+		return
 	}
+	defer release()
+	idx, more, err := s.l.WorkflowRange(r.Context(), wf, after, s.opts.PageSize)
 	if err != nil {
 		s.readError(w, r, err)
 		return
 	}
-	out := api.Workflow{Workflow: wf, Entries: []api.Entry{}}
-	if len(idx) > s.opts.PageSize {
-		idx, out.More = idx[:s.opts.PageSize], true
-	}
+	out := api.Workflow{Workflow: wf, Entries: []api.Entry{}, More: more}
 	for _, i := range idx {
 		e, err := s.l.Entry(i)
 		if err != nil {

@@ -33,6 +33,10 @@ func (s *Server) NewHTTPServer(opts ServeOptions) *http.Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	if s.cos != nil && s.opts.WitnessFinality {
+		// A pending RECEIPT may wait this long for its witnesses.
+		opts.WriteTimeout = max(opts.WriteTimeout, s.opts.WitnessTimeout+10*time.Second)
+	}
 	return &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: min(5*time.Second, opts.ReadTimeout),

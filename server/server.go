@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -69,6 +70,16 @@ type Options struct {
 	// KeepAlive is the interval of comments on an idle event stream
 	// (default 15s), so proxies keep it open and clients notice a dead one.
 	KeepAlive time.Duration
+	// MaxStreamsPerAddr caps the event streams one client address may
+	// hold open (default 64; see readcap.go).
+	MaxStreamsPerAddr int
+	// MaxHeavyReads bounds the bundle, workflow-page and stream catch-up
+	// reads running at once (default: half the cores, at least one, so
+	// the sequencer and the signature workers keep the rest);
+	// HeavyReadWait is how long a request waits for one before it is
+	// answered 503 (default 10s; a waiting request holds no memory).
+	MaxHeavyReads int
+	HeavyReadWait time.Duration
 	// PageSize bounds the entries of one GET /v1/workflows/{id} (default 1000).
 	PageSize int
 	// Logger receives structured logs (default slog.Default()).
@@ -125,6 +136,15 @@ func (o *Options) defaults() {
 	if o.PageSize <= 0 {
 		o.PageSize = 1000
 	}
+	if o.MaxStreamsPerAddr <= 0 {
+		o.MaxStreamsPerAddr = 64
+	}
+	if o.MaxHeavyReads <= 0 {
+		o.MaxHeavyReads = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if o.HeavyReadWait <= 0 {
+		o.HeavyReadWait = 10 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -144,6 +164,9 @@ type Server struct {
 	sem     chan struct{} // one token per append in flight
 	reading chan struct{} // one token per append body being read
 	streams chan struct{} // one token per open event stream
+	heavy   chan struct{} // one token per heavy read (readcap.go)
+	addrs   addrStreams   // open streams per client address
+	events  eventCache    // encoded stream events, shared by streams
 
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
@@ -159,7 +182,8 @@ func New(l *ledger.Ledger, opts Options) *Server {
 	opts.defaults()
 	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
-		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{})}
+		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
+		heavy: make(chan struct{}, opts.MaxHeavyReads), events: eventCache{max: 4096}}
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -183,6 +207,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 func (s *Server) routes(reg *prometheus.Registry) {
 	m := s.mux
 	m.HandleFunc("POST /v1/entries", s.postEntry)
+	m.HandleFunc("POST /v1/entries/batch", s.postBatch)
 	m.HandleFunc("GET /v1/entries/{index}", s.getEntry)
 	// Ids may hold "/": clients escape it (%2F), and a wildcard matches one
 	// escaped segment.

@@ -119,7 +119,7 @@ Example:
 				if policy != nil {
 					return usage(c, "--policy goes with --tiles: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
 				}
-				l, err := openLedger(c)
+				l, err := openLedger(c, true)
 				if err != nil {
 					return err
 				}
@@ -129,6 +129,9 @@ Example:
 					if opts.VerifierKey, err = verifierKeyArg(c, "log-key"); err != nil {
 						return err
 					}
+				}
+				if d := l.Damage(); d != nil {
+					return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", d)}
 				}
 				head := l.Head()
 				if head.Checkpoint == nil {

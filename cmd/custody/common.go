@@ -78,20 +78,29 @@ func jsonFlag() *cli.BoolFlag {
 // openLedger opens the ledger in the command's --dir. The log key may be
 // passphrase-protected; the passphrase comes from $CUSTODY_PASSPHRASE or
 // the terminal.
-func openLedger(c *cli.Command) (*ledger.Ledger, error) {
-	return openLedgerWith(c, ledger.Options{})
+//
+// A reading command opens it readOnly: a data folder through a scratch
+// copy, so that nothing in it changes (not even what the storage engine
+// would cut from a damaged file), and a damaged one still opens, with a
+// warning, for inspection.
+func openLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
+	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerWith is openLedger with options.
-func openLedgerWith(c *cli.Command, o ledger.Options) (*ledger.Ledger, error) {
+// openLedgerWith is openLedger with options (serve's reserve and ballast).
+func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
 	dir, err := location(c)
 	if err != nil {
 		return nil, err
 	}
-	o.Passphrase = sign.Passphrase("passphrase for the log key of " + dir + ": ")
-	l, err := ledger.Open(dir, o)
+	opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+	opts.Passphrase = sign.Passphrase("passphrase for the log key of " + dir + ": ")
+	l, err := ledger.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the ledger: %w", err)
+	}
+	if d := l.Damage(); d != nil {
+		fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %v\n", d)
 	}
 	return l, nil
 }

@@ -433,7 +433,7 @@ Example:
 			if c.IsSet("index") == c.IsSet("id") {
 				return usage(c, "give exactly one of --index and --id")
 			}
-			l, err := openStore(ctx, c)
+			l, err := openStoreRO(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -762,7 +762,7 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openLedger(c)
+			l, err := openLedger(c, true)
 			if err != nil {
 				return err
 			}
@@ -836,7 +836,7 @@ func readAction(f func(ctx context.Context, c *cli.Command, l logStore) error) c
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}
-		l, err := openStore(ctx, c)
+		l, err := openStoreRO(ctx, c)
 		if err != nil {
 			return err
 		}

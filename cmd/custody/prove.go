@@ -51,7 +51,7 @@ Example:
 			if format != "bundle" && format != "tlog-proof" {
 				return usage(c, "--format %q: use bundle or tlog-proof", format)
 			}
-			l, err := openStore(ctx, c)
+			l, err := openStoreRO(ctx, c)
 			if err != nil {
 				return err
 			}

@@ -57,6 +57,15 @@ func withRemote(flags ...cli.Flag) []cli.Flag {
 // openStore opens the server of --ledger if set, otherwise the ledger in
 // --dir.
 func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
+	return openStoreMode(ctx, c, false)
+}
+
+// openStoreRO is openStore for the commands that only read.
+func openStoreRO(ctx context.Context, c *cli.Command) (logStore, error) {
+	return openStoreMode(ctx, c, true)
+}
+
+func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore, error) {
 	if u := c.String("ledger"); u != "" {
 		cl, err := remoteClient(ctx, u, c.String("log-key"), 4)
 		if err != nil {
@@ -64,7 +73,7 @@ func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
 		}
 		return openRemote(ctx, cl)
 	}
-	l, err := openLedger(c)
+	l, err := openLedger(c, readOnly)
 	if err != nil {
 		return nil, err
 	}

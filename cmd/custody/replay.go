@@ -89,7 +89,7 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --bundle (a local ledger is checked against its own key)")
 	}
-	l, err := openLedger(c)
+	l, err := openLedger(c, true)
 	if err != nil {
 		return nil, err
 	}

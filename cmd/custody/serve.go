@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +39,8 @@ func serveCommand() *cli.Command {
                                      the decision is durable under a signed checkpoint
                                      (200 accepted, 403 denied, 400/413 refused,
                                      429 rate limited, 503 overloaded: retry later)
+   POST /v1/entries/batch            {"envelopes":[...]}: up to 256, decided in that
+                                     order; each answer is what /v1/entries would say
    GET  /v1/entries/{index}          an entry      GET /v1/statements/{id}  by id
    GET  /v1/proof/inclusion?index=&size=   GET /v1/proof/consistency?from=&to=
    GET  /v1/bundle/{id}[?workflow=1] a bundle for custody verify
@@ -101,6 +105,10 @@ Example:
 			&cli.StringFlag{Name: "tls-key", Usage: "the certificate's PEM private key file", TakesFile: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json (structured logs on standard error)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long shutdown waits for appends in flight"},
+			&cli.StringFlag{Name: "reserve", Value: "256MiB", Sources: cli.EnvVars("CUSTODY_RESERVE"),
+				Usage: "free space kept on the data folder's disk: appends answer 503 below it"},
+			&cli.StringFlag{Name: "ballast", Value: "64MiB", Sources: cli.EnvVars("CUSTODY_BALLAST"),
+				Usage: "a file of this size kept in the data folder and given back when another program fills the disk, so the database can finish its writes (0: none)"},
 			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
 			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
@@ -140,6 +148,18 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
+			reserve, err := parseSize(c.String("reserve"))
+			if err != nil || reserve == 0 || reserve > 1<<50 {
+				return usage(c, "--reserve %q: want a size like 256MiB", c.String("reserve"))
+			}
+			ballast, err := parseSize(c.String("ballast"))
+			if err != nil || ballast > 1<<40 {
+				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
+			}
+			lopts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
+			if ballast == 0 {
+				lopts.BallastBytes = -1
+			}
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
 				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
@@ -169,7 +189,8 @@ Example:
 				}
 				advertise = scheme + "://" + ln.Addr().String()
 			}
-			l, err := openLedgerWith(c, ledger.Options{Advertise: advertise, LeaseTTL: c.Duration("lease-ttl")})
+			lopts.Advertise, lopts.LeaseTTL = advertise, c.Duration("lease-ttl")
+			l, err := openLedgerWith(c, lopts)
 			if err != nil {
 				ln.Close()
 				return err
@@ -224,6 +245,28 @@ Example:
 			return nil
 		},
 	}
+}
+
+// parseSize reads a size: a number of bytes with an optional unit (KiB,
+// MiB, GiB, TiB; K, M, G, T and KB, MB, GB, TB count 1024s too).
+func parseSize(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
+		"g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40}
+	sh, ok := shift[strings.ToLower(unit)]
+	if !ok || n > (1<<63)>>sh {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB)", s)
+	}
+	return n << sh, nil
 }
 
 // witnessOptions reads the --witness-* flags into opts.

@@ -1,6 +1,7 @@
 // An MCP agent built on the TypeScript SDK's Client
 // (@modelcontextprotocol/sdk), for the gate's end-to-end test. It spawns
-// the command after "--" (custody gate ...) over stdio, then reads one
+// the command after "--" (custody gate ...) over stdio, or with
+// "--url URL" connects to a gate serving streamable HTTP; then it reads one
 // JSON request a line on standard input and answers each with one JSON
 // line on standard output, so that the Go test drives it step by step:
 //
@@ -27,17 +28,22 @@ if (!dir) {
 const sdk = (p) => import(pathToFileURL(join(dir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
 const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
+const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 const { ToolListChangedNotificationSchema } = await sdk("types.js");
 
+const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
 const sep = process.argv.indexOf("--");
-if (sep < 0 || sep + 1 >= process.argv.length) {
-  console.error("usage: node agent.mjs -- COMMAND [ARGS...]");
+const urlAt = process.argv.indexOf("--url");
+let transport;
+if (urlAt >= 0 && urlAt + 1 < process.argv.length) {
+  transport = new StreamableHTTPClientTransport(new URL(process.argv[urlAt + 1]));
+} else if (sep >= 0 && sep + 1 < process.argv.length) {
+  const [command, ...args] = process.argv.slice(sep + 1);
+  transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
+} else {
+  console.error("usage: node agent.mjs -- COMMAND [ARGS...] | node agent.mjs --url URL");
   process.exit(2);
 }
-const [command, ...args] = process.argv.slice(sep + 1);
-
-const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
-const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
 const client = new Client({ name: "custody-e2e-agent", version: "1.0.0" });
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => out({ event: "tools_changed" }));
 await client.connect(transport);

@@ -37,6 +37,7 @@ import "encoding/json"
 // Paths.
 const (
 	PathEntries     = "/v1/entries"
+	PathBatch       = "/v1/entries/batch"
 	PathStatements  = "/v1/statements/"
 	PathInclusion   = "/v1/proof/inclusion"
 	PathConsistency = "/v1/proof/consistency"
@@ -77,6 +78,33 @@ type AppendResponse struct {
 	InclusionProof []string `json:"inclusion_proof"`
 }
 
+// BatchRequest is the body of POST /v1/entries/batch: envelopes decided
+// in this order.
+type BatchRequest struct {
+	Envelopes []json.RawMessage `json:"envelopes"`
+}
+
+// BatchResponse answers a batch: one answer per envelope, in order.
+type BatchResponse struct {
+	Answers []BatchAnswer `json:"answers"`
+}
+
+// BatchAnswer is what POST /v1/entries would have answered for one
+// envelope of a batch: its HTTP status and its JSON body (an
+// AppendResponse for 200 and 403, an Error otherwise).
+type BatchAnswer struct {
+	Status     int             `json:"status"`
+	Body       json.RawMessage `json:"body"`
+	RetryAfter string          `json:"retry_after,omitempty"`
+}
+
+// MaxBatch is the most envelopes in one batch, and MaxBatchBody the
+// largest batch body.
+const (
+	MaxBatch     = 256
+	MaxBatchBody = 16 << 20
+)
+
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {
 	ReasonCode string `json:"reason_code"`
@@ -95,6 +123,7 @@ const (
 	CodeOverloaded  = "overloaded"   // 503: too many appends in flight, retry after Retry-After
 	CodeUnavailable = "unavailable"  // 503: shutting down, the ledger is closed, or its database is away; nothing was acknowledged
 	CodeNotLeader   = "not_leader"   // 503: this server does not sequence the log; send appends to Leader
+	CodeDiskFull    = "disk_full"    // 503: the ledger's disk is nearly full; retry after Retry-After
 	CodeNotFound    = "not_found"    // 404
 	CodeBadRequest  = "bad_request"  // 400: a malformed parameter
 	CodeInternal    = "internal"     // 500: storage failure; nothing was acknowledged

@@ -76,13 +76,23 @@ type Options struct {
 	// (default 256 MiB): a batch that would leave less is not committed
 	// and fails with storage.ErrDiskFull.
 	ReserveBytes int64
+	// BallastBytes is the size of the ballast file the store keeps so
+	// that a disk another program fills cannot crash it (ballast.go;
+	// default 64 MiB, negative: none).
+	BallastBytes int64
+	// ReadOnly opens a scratch copy of the database (scratch.go) and
+	// never writes to the data folder. Commit fails.
+	ReadOnly bool
 }
 
 // Store is a data folder's Badger database.
 type Store struct {
-	dir     string
-	db      *badger.DB
-	reserve int64
+	dir      string
+	db       *badger.DB
+	reserve  int64
+	scratch  *scratch // the copy a ReadOnly store reads
+	readOnly bool
+	ballast  *ballast // nil when ReadOnly
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -98,18 +108,84 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.ReserveBytes <= 0 {
 		o.ReserveBytes = 256 << 20
 	}
-	db, err := badger.Open(badgerOptions(filepath.Join(dir, "db"), o))
+	dbDir := filepath.Join(dir, "db")
+	var sc *scratch
+	if o.ReadOnly {
+		var err error
+		if sc, err = newScratch(dbDir); err != nil {
+			return nil, err
+		}
+		dbDir = sc.dir
+	}
+	bo := badgerOptions(dbDir, o)
+	var bl *ballast
+	if o.ReadOnly {
+		bo = bo.WithReadOnly(true).WithNumCompactors(0)
+	} else {
+		if o.BallastBytes == 0 {
+			o.BallastBytes = 64 << 20
+		}
+		// Released now if the disk is already full, before Badger writes
+		// anything at open.
+		bl = newBallast(dir, o.BallastBytes, o.ReserveBytes)
+	}
+	db, err := badger.Open(bo)
 	if err != nil {
+		bl.close()
+		sc.remove()
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s (%v)", storage.ErrLocked, dir, err)
 		}
-		return nil, fmt.Errorf("opening Badger in %s: %w", dir, err)
+		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc, nil)}
 	}
-	return &Store{dir: dir, db: db, reserve: o.ReserveBytes}, nil
+	return &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// OpenError is Open's error when Badger cannot open the database; Files
+// names the files that look damaged.
+type OpenError struct {
+	Dir   string
+	Err   error
+	Files []string
+}
+
+func (e *OpenError) Error() string {
+	s := fmt.Sprintf("opening Badger in %s: %v", e.Dir, e.Err)
+	for _, f := range e.Files {
+		s += "; " + f
+	}
+	return s
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Close closes the database (and removes a read-only store's scratch
+// copy).
+func (s *Store) Close() error {
+	s.ballast.check() // room for the final flush
+	err := s.db.Close()
+	s.ballast.close()
+	s.scratch.remove()
+	return err
+}
+
+// Diagnose names the files of the data folder that look damaged: a
+// missing or damaged MANIFEST, missing table files, write-ahead or value
+// logs that a read-write open would cut (known only for a ReadOnly
+// store), table files that fail their checksums.
+func (s *Store) Diagnose() []string {
+	return diagnose(filepath.Join(s.dir, "db"), s.scratch, s.db)
+}
+
+// Damaged reports whether a read-write open would cut committed
+// transactions from a write-ahead or value log (known only for a ReadOnly
+// store), naming the files.
+func (s *Store) Damaged() []string {
+	if s.scratch == nil {
+		return nil
+	}
+	return s.scratch.damage
+}
 
 // Location is the data folder.
 func (s *Store) Location() string { return s.dir }
@@ -426,9 +502,9 @@ func (s *Store) checkSpace(need int) error {
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	want := uint64(s.reserve) + uint64(need)
-	if free < want {
-		return fmt.Errorf("%w: %d MiB free on the filesystem of %s, and custody keeps %d MiB in reserve; appends resume once space is freed",
-			storage.ErrDiskFull, free>>20, s.dir, s.reserve>>20)
+	s.ballast.check()
+	if released := s.ballast.released(); free < want || released {
+		return fmt.Errorf("%w: %s", storage.ErrDiskFull, diskFullError(int64(free), s.reserve, s.dir, released))
 	}
 	return nil
 }
@@ -448,6 +524,9 @@ func (s *Store) path(name string) string {
 
 // WriteFile replaces a file of the data folder atomically and durably.
 func (s *Store) WriteFile(name string, data []byte) error {
+	if s.readOnly {
+		return fmt.Errorf("writing %s: the store is open read-only", name)
+	}
 	path := s.path(name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err

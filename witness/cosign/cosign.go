@@ -73,7 +73,8 @@ type Options struct {
 	// one checkpoint a second.
 	Interval time.Duration
 	// MaxBackoff caps the wait before retrying a witness that failed
-	// (default 30s; the wait doubles from 250ms).
+	// (default 5s; the wait doubles from 250ms), so that a witness that
+	// comes back is used again within a finality timeout.
 	MaxBackoff time.Duration
 	// HTTPClient makes the requests (default: keep-alive connections,
 	// Timeout per request).
@@ -164,7 +165,7 @@ func New(p *witness.Policy, l Log, opts Options) (*Cosigner, error) {
 		opts.Timeout = 5 * time.Second
 	}
 	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 30 * time.Second
+		opts.MaxBackoff = 5 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -43,6 +43,13 @@ export interface ClientOptions {
   retries?: number;
   /** Cap on the wait between retries in milliseconds (default 2000), whatever Retry-After says. */
   maxRetryWaitMs?: number;
+  /**
+   * With several servers: how long (ms) an append keeps trying them,
+   * following a not_leader answer's leader or going round the list after a
+   * 503 or a transport failure, before it gives up (default 15000, a few
+   * lease lifetimes; 0: no more than retries).
+   */
+  failoverWaitMs?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
 }
@@ -155,8 +162,17 @@ async function httpError(resp: Response): Promise<HTTPError> {
   } catch {
     /* not JSON: keep the text */
   }
+  let leader = resp.headers.get("custody-leader") ?? "";
+  try {
+    const doc = JSON.parse(text) as { leader?: unknown };
+    if (typeof doc.leader === "string" && doc.leader) leader = doc.leader;
+  } catch {
+    /* not JSON */
+  }
   const ra = Number(resp.headers.get("retry-after") ?? "");
-  return new HTTPError(resp.status, code, reason, Number.isInteger(ra) && ra >= 0 ? ra * 1000 : 0);
+  const he = new HTTPError(resp.status, code, reason, Number.isInteger(ra) && ra >= 0 ? ra * 1000 : 0);
+  he.leader = leader;
+  return he;
 }
 
 /** Reads at most limit bytes of a body. */
@@ -178,10 +194,35 @@ async function readBody(resp: Response, limit: number): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks));
 }
 
-/** A verified connection to one log. Safe to share between concurrent callers. */
+/** Splits and checks a comma-separated list of server URLs. */
+function parseBases(list: string): string[] {
+  return list.split(",").map((raw) => {
+    const b = raw.trim();
+    let u: URL | undefined;
+    try {
+      u = new URL(b);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || u.host === "") {
+      throw new TypeError(`ledger URL ${JSON.stringify(b)}: want http://host:port or https://host (several: separated by commas)`);
+    }
+    return b.replace(/\/+$/, "");
+  });
+}
+
+/**
+ * A verified connection to one log. Safe to share between concurrent
+ * callers. baseURL may list several servers of one log separated by commas
+ * (a log in PostgreSQL served by several `custody serve --store`): appends
+ * then go to the one that sequences the log and follow it through a
+ * failover, and reads go to any. Every answer is verified the same way
+ * whichever server gave it.
+ */
 export class Client {
-  /** The server's base URL, without a trailing slash. */
-  readonly url: string;
+  /** The servers, without trailing slashes. */
+  readonly servers: readonly string[];
+  #cur = 0;
   /** The log's origin (the verifier key's name). */
   readonly origin: string;
   /** The checkpoint key set every answer is checked against. */
@@ -197,27 +238,19 @@ export class Client {
   readonly #denialKeys = new Map<string, Uint8Array>();
 
   constructor(baseURL: string, options: ClientOptions) {
-    let u: URL;
-    try {
-      u = new URL(baseURL);
-    } catch {
-      throw new TypeError(`ledger URL ${JSON.stringify(baseURL)}: want http://host:port or https://host`);
-    }
-    if ((u.protocol !== "http:" && u.protocol !== "https:") || u.host === "") {
-      throw new TypeError(`ledger URL ${JSON.stringify(baseURL)}: want http://host:port or https://host`);
-    }
+    this.servers = parseBases(baseURL);
     if (!options || typeof options.logKey !== "string") throw new TypeError("Client needs { logKey }: the log's checkpoint verifier key");
     try {
       this.keys = KeySet.parse(options.logKey);
     } catch (e) {
       throw new TypeError(`checkpoint verifier key: ${(e as Error).message}`);
     }
-    this.url = baseURL.replace(/\/+$/, "");
     this.origin = this.keys.origin;
     this.#opts = {
       timeoutMs: options.timeoutMs ?? 30000,
       retries: options.retries ?? 3,
       maxRetryWaitMs: options.maxRetryWaitMs ?? 2000,
+      failoverWaitMs: options.failoverWaitMs ?? 15000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     };
     for (const k of this.keys.keys) this.#denialKeys.set(toHex(createHash("sha256").update(k.publicKey).digest()), k.publicKey);
@@ -228,17 +261,50 @@ export class Client {
     return this.#opts.fetch;
   }
 
-  /** Fetches path and returns the body of a 200 answer. */
+  /** The base URL of the server tried first. */
+  get url(): string {
+    return this.servers[this.#cur % this.servers.length]!;
+  }
+
+  /** Moves on from server i after a failure there, unless another request moved on already. */
+  #next(i: number): void {
+    if (this.#cur === i) this.#cur = (i + 1) % this.servers.length;
+  }
+
+  /** Makes the server a not_leader answer named the first tried, if it is one of the client's. */
+  #follow(leader: string): boolean {
+    const i = this.servers.indexOf(leader.replace(/\/+$/, ""));
+    if (i < 0) return false;
+    this.#cur = i;
+    return true;
+  }
+
+  /**
+   * Fetches path and returns the body of a 200 answer. With several
+   * servers, a transport failure or a 503 moves on to the next one, once
+   * round the list.
+   */
   async get(path: string, limit = MAX_DOC, signal?: AbortSignal): Promise<Uint8Array> {
-    const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
-    let resp: Response;
-    try {
-      resp = await this.#opts.fetch(this.url + path, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
-    } catch (e) {
-      throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
+    for (let attempt = 0; ; attempt++) {
+      const i = this.#cur % this.servers.length;
+      const last = attempt + 1 >= this.servers.length || signal?.aborted === true;
+      const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
+      let resp: Response;
+      try {
+        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      } catch (e) {
+        if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
+        this.#next(i);
+        continue;
+      }
+      if (resp.status === 503 && !last) {
+        await resp.body?.cancel();
+        this.#next(i);
+        continue;
+      }
+      if (resp.status !== 200) throw await httpError(resp);
+      return readBody(resp, limit);
     }
-    if (resp.status !== 200) throw await httpError(resp);
-    return readBody(resp, limit);
   }
 
   async getJSON<T>(path: string, signal?: AbortSignal): Promise<T> {
@@ -250,28 +316,48 @@ export class Client {
     }
   }
 
-  /** Posts an envelope, retrying 503s and transport failures. */
+  /**
+   * Posts an envelope, retrying 503s and transport failures as
+   * options.retries says and, with several servers, following the
+   * sequencer through a failover for up to failoverWaitMs. Resending is
+   * safe: the ledger answers a byte-identical submission with its first
+   * decision, whichever server sequences it.
+   */
   async #post(path: string, body: string, signal?: AbortSignal): Promise<Response> {
+    const start = Date.now();
+    const n = this.servers.length;
     for (let attempt = 0; ; attempt++) {
+      const i = this.#cur % n;
+      const more = attempt < this.#opts.retries || (n > 1 && this.#opts.failoverWaitMs > 0 && Date.now() - start < this.#opts.failoverWaitMs);
       let wait: number;
       try {
         const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
-        const resp = await this.#opts.fetch(this.url + path, {
+        const resp = await this.#opts.fetch(this.servers[i] + path, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body,
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
-        if (resp.status !== 503 || attempt >= this.#opts.retries) return resp;
+        if (resp.status !== 503 || !more) return resp;
         const he = await httpError(resp);
-        wait = Math.max(he.retryAfterMs, 50 * 2 ** attempt);
+        wait = Math.max(he.retryAfterMs, 50 * 2 ** Math.min(attempt, 6));
+        if (n > 1) {
+          if (he.reasonCode === "not_leader" && he.leader && he.leader.replace(/\/+$/, "") !== this.servers[i] && this.#follow(he.leader)) {
+            wait = 0; // the sequencer is named: go there now
+          } else {
+            this.#next(i);
+            wait = Math.min(wait, 200);
+          }
+        }
       } catch (e) {
-        if (signal?.aborted || attempt >= this.#opts.retries) {
+        if (signal?.aborted || !more) {
           throw new Error(`ledger server: POST ${path}: ${(e as Error).message}`, { cause: e });
         }
-        wait = 50 * 2 ** attempt;
+        this.#next(i);
+        wait = Math.min(50 * 2 ** Math.min(attempt, 6), 500);
+        if (n > 1 && attempt % n !== n - 1) wait = 0; // try the next server at once, pause after a round
       }
-      await sleep(Math.min(wait, this.#opts.maxRetryWaitMs), signal);
+      if (wait > 0) await sleep(Math.min(wait, this.#opts.maxRetryWaitMs), signal);
     }
   }
 

@@ -46,6 +46,8 @@ export class HTTPError extends Error {
   readonly reason: string;
   /** From Retry-After, in milliseconds (0 when absent). */
   readonly retryAfterMs: number;
+  /** On a 503 not_leader: the URL of the server that sequences the log, if it is known. */
+  leader = "";
   constructor(status: number, reasonCode: string, reason: string, retryAfterMs = 0) {
     super(reasonCode ? `ledger server: HTTP ${status}: ${reasonCode}: ${reason}` : `ledger server: HTTP ${status}${reason ? ": " + reason : ""}`);
     this.status = status;

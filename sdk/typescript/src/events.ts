@@ -64,8 +64,12 @@ export async function* events(client: Client, workflow: string, opts: EventStrea
   const idleMs = opts.idleTimeoutMs ?? 45000;
   const maxBackoff = opts.maxBackoffMs ?? 2000;
   let backoff = 50;
-  const url = `${client.url}/v1/workflows/${encodeURIComponent(workflow)}/events`;
+  const path = `/v1/workflows/${encodeURIComponent(workflow)}/events`;
+  // With several servers (one log in PostgreSQL), any of them serves the
+  // stream: after a drop, the next one is tried.
+  let si = Math.max(0, client.servers.indexOf(client.url));
   while (!opts.signal?.aborted) {
+    const url = client.servers[si % client.servers.length] + path;
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(opts.signal!.reason);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
@@ -130,6 +134,7 @@ export async function* events(client: Client, workflow: string, opts: EventStrea
     } catch (err) {
       if (opts.signal?.aborted) return;
       opts.onDisconnect?.(err);
+      si++;
     } finally {
       clearTimeout(idle);
       opts.signal?.removeEventListener("abort", onAbort);

@@ -194,6 +194,29 @@ function isIdentity(p: Point): boolean {
  */
 export function checkPublicKey(publicKey: Uint8Array): void {
   if (publicKey.length !== 32) throw new CustodyKeyError(`an Ed25519 public key is 32 bytes, got ${publicKey.length}`);
+  // The check costs a few milliseconds of BigInt arithmetic; its verdicts
+  // are remembered (a bounded cache, as the Go sign package keeps one).
+  const id = Buffer.from(publicKey).toString("hex");
+  const known = checked.get(id);
+  if (known !== undefined) {
+    if (known) throw new CustodyKeyError(known);
+    return;
+  }
+  let verdict = "";
+  try {
+    checkPoint(publicKey);
+  } catch (e) {
+    verdict = (e as Error).message;
+  }
+  if (checked.size >= 1 << 16) checked.clear();
+  checked.set(id, verdict);
+  if (verdict) throw new CustodyKeyError(verdict);
+}
+
+/** Verdicts of checkPublicKey by hex key: "" for a good key, else the reason. */
+const checked = new Map<string, string>();
+
+function checkPoint(publicKey: Uint8Array): void {
   const sign = publicKey[31]! >> 7;
   let y = 0n;
   for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(i === 31 ? publicKey[i]! & 0x7f : publicKey[i]!);

@@ -12,7 +12,7 @@ import { HTTPError, RefusedError } from "./errors.js";
 import type { Entry } from "./events.js";
 import { PrivateKey } from "./keys.js";
 import { formatTime, optionalSet, canonicalSet } from "./scope.js";
-import { Confirm, Delegate, GrantFields, Receipt, seal, signStatement, Statement, Stop } from "./statement.js";
+import { Confirm, Delegate, GrantFields, Receipt, Resume, Revoke, seal, signStatement, Statement, Stop } from "./statement.js";
 
 /** A statement before the runtime fills its header. */
 export type Unsigned<T extends Statement> = Omit<T, "timestamp" | "log" | "actor" | "seq"> & Partial<Pick<T, "timestamp" | "log" | "actor" | "seq">>;
@@ -271,6 +271,19 @@ export class Runtime {
     };
     if (s.step) doc.step_id = s.step;
     if (s.takeoverTo) doc.takeover_to = s.takeoverTo;
+    return this.appendOrThrow(doc, signal);
+  }
+
+  /** revoke ends a grant and everything below it (workflow default: the grant's). Rejects with a DeniedError on a denial. */
+  async revoke(r: { id?: string; target: string; workflow?: string; reason: string }, signal?: AbortSignal): Promise<AppendResult> {
+    const workflow = r.workflow ?? (await this.grantOf(r.target, signal)).scope.workflow_id;
+    const doc: Unsigned<Revoke> = { type: "REVOKE", revoke_id: r.id ?? newId("revoke"), workflow_id: workflow, target_ref: r.target, reason: r.reason };
+    return this.appendOrThrow(doc, signal);
+  }
+
+  /** resume lifts the STOP whose request_id is stop. Rejects with a DeniedError on a denial. */
+  async resume(r: { id?: string; workflow: string; stop: string }, signal?: AbortSignal): Promise<AppendResult> {
+    const doc: Unsigned<Resume> = { type: "RESUME", resume_id: r.id ?? newId("resume"), workflow_id: r.workflow, stop_ref: r.stop };
     return this.appendOrThrow(doc, signal);
   }
 

@@ -267,7 +267,16 @@ function grant(o: Obj): void {
   const s = closedObj(o.scope, "scope", ["workflow_id", "capabilities", "targets", "step_ids", "principals"], ["workflow_id", "capabilities", "targets"]);
   // The scope's grammar and canonical sets are checked on its descriptor;
   // the instant used here does not matter. Its faults are non_canonical.
-  deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number);
+  try {
+    deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number);
+  } catch (e) {
+    // As in Go (statement.scopeError): the fault is the scope's, named by
+    // the inner message; non_canonical stays, anything else is schema_invalid.
+    if (e instanceof CustodyFormatError) {
+      throw new CustodyFormatError(e.code === "non_canonical" ? "non_canonical" : "schema_invalid", "scope", e.message);
+    }
+    throw e;
+  }
 }
 
 const RULES: Record<Kind, (o: Obj) => void> = {

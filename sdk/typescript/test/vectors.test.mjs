@@ -100,7 +100,19 @@ test("keys: PKCS#8 PEM round trip, encrypted too; small-order keys refused", () 
   assert.throws(() => checkPublicKey(order8), /small-order/);
   const big = Buffer.alloc(32, 0xff); big[31] = 0x7f; big[0] = 0xee;
   assert.throws(() => checkPublicKey(big), /non-canonical/);
-  // A prime-order key plus a point of order 2 is refused as mixed order.
+  // A prime-order key plus the point of order 2, (0, -1): (x, y) -> (-x, -y),
+  // a valid curve point outside the prime-order subgroup.
+  const P = (1n << 255n) - 19n;
+  const good = generateKey().publicKey;
+  let y = 0n;
+  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(i === 31 ? good[i] & 0x7f : good[i]);
+  const sign = good[31] >> 7;
+  let y2 = P - y;
+  const mixed = Buffer.alloc(32);
+  for (let i = 0; i < 32; i++) { mixed[i] = Number(y2 & 0xffn); y2 >>= 8n; }
+  mixed[31] |= (1 - sign) << 7;
+  assert.throws(() => checkPublicKey(mixed), /prime-order subgroup/);
+  assert.throws(() => checkPublicKey(mixed), /prime-order subgroup/); // the cached verdict too
 });
 
 test("descriptor of a grant: expires_at is timestamp + ttl", () => {
@@ -148,4 +160,23 @@ test("checkpoint key rotation: the Go vectors' verdicts", () => {
   // A damaged signature by a known key fails even beside a good one.
   const during = read("checkpoint-during.txt").replace(/po2acny/, "po2acnz");
   assert.throws(() => set.openCheckpoint(during));
+});
+
+// testdata/statement/payloads.json (copied from the repository's
+// testdata/statement, the Go statement package's table): every payload
+// gets the same verdict here, ok or the same code naming the same field.
+test("statement payloads: the Go table's verdicts, code and field", () => {
+  const d = JSON.parse(readFileSync(new URL("../testdata/statement/payloads.json", import.meta.url), "utf8"));
+  assert.ok(d.cases.length >= 50);
+  for (const c of d.cases) {
+    let got = "ok", path;
+    try {
+      parseStatement(c.kind, Buffer.from(c.payload));
+    } catch (e) {
+      got = e.code ?? e.message;
+      path = e.path;
+    }
+    assert.equal(got, c.want, c.name);
+    if (c.path !== undefined) assert.equal(path, c.path, c.name);
+  }
 });

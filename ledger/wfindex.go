@@ -1,0 +1,290 @@
+package ledger
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// # The workflow index
+//
+// Reading a workflow (its event stream, GET /v1/workflows/{id}, a bundle)
+// used to walk prev_in_workflow back-links one leaf read at a time from
+// the workflow's latest leaf: O(workflow length) reads for every request,
+// however little of it the request wanted. So the ledger also keeps, per
+// workflow, the list of its leaves' indexes in pages of 256, written in
+// the same transaction as the leaves:
+//
+//	~wfidx/<workflow>          the number of leaves (8 bytes, big endian)
+//	~wfidx/<workflow>/<page>   up to 256 indexes, 8 bytes each (page: 8 hex)
+//
+// A read of the leaves after index N costs a binary search over the pages
+// (O(log length) record reads) and one page read per 256 leaves it
+// returns. An append rewrites one page, at most 2 KiB, once per batch.
+//
+// The index is derived data, not authority state: audit does not compare
+// it, and a replay of the log rebuilds it. Workflows begun before this
+// index existed are not indexed (their first new leaf finds no count);
+// their reads keep walking the back-links.
+
+// IndexPrefix starts the keys of the ledger's own derived records in the
+// store's record space, which the authority engine never uses.
+const IndexPrefix = "~"
+
+const (
+	wfIndexPrefix = IndexPrefix + "wfidx/"
+	wfPageSize    = 256
+	// wfLegacy marks a workflow begun before the index: never written.
+	wfLegacy = ^uint64(0)
+)
+
+func wfCountKey(wf string) string { return wfIndexPrefix + wf }
+
+func wfPageKey(wf string, page uint64) string {
+	return fmt.Sprintf("%s%s/%08x", wfIndexPrefix, wf, page)
+}
+
+// wfState is a workflow's index as the batches decided so far leave it.
+type wfState struct {
+	count uint64 // wfLegacy: not indexed
+	page  []byte // the last page, whole or partial
+	job   uint64 // the last batch that changed it
+}
+
+// wfIndexer keeps the index of the batches decided but not yet known to
+// be committed; owned by the sequencer goroutine.
+type wfIndexer struct {
+	pending map[string]*wfState
+	job     uint64 // the batch being decided
+	dirty   map[string]bool
+	full    []fullPage // pages the batch being decided filled
+}
+
+type fullPage struct {
+	key  string
+	data []byte
+}
+
+// state returns wf's index state, from the pending batches or the store.
+func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
+	if s, ok := x.pending[wf]; ok {
+		return s, nil
+	}
+	ctx := context.Background()
+	s := &wfState{}
+	raw, err := l.store.Record(ctx, wfCountKey(wf))
+	if err != nil {
+		return nil, err
+	}
+	if raw != nil {
+		if len(raw) != 8 {
+			return nil, fmt.Errorf("workflow index of %q: a count of %d bytes", wf, len(raw))
+		}
+		s.count = binary.BigEndian.Uint64(raw)
+		if s.count%wfPageSize != 0 {
+			p, err := l.store.Record(ctx, wfPageKey(wf, s.count/wfPageSize))
+			if err != nil {
+				return nil, err
+			}
+			s.page = append(make([]byte, 0, wfPageSize*8), p...)
+		}
+	}
+	if x.pending == nil {
+		x.pending = map[string]*wfState{}
+	}
+	x.pending[wf] = s
+	return s, nil
+}
+
+// add records that the leaf at index joins wf; prev is its
+// prev_in_workflow (nil for the workflow's first leaf).
+func (x *wfIndexer) add(l *Ledger, wf string, index uint64, prev *uint64) error {
+	s, err := x.state(l, wf)
+	if err != nil {
+		return err
+	}
+	if s.count == 0 && prev != nil {
+		s.count = wfLegacy // the workflow is older than the index
+	}
+	if s.count == wfLegacy {
+		return nil
+	}
+	if s.count%wfPageSize == 0 {
+		s.page = make([]byte, 0, wfPageSize*8)
+	}
+	s.page = binary.BigEndian.AppendUint64(s.page, index)
+	s.count++
+	if s.count%wfPageSize == 0 {
+		x.full = append(x.full, fullPage{wfPageKey(wf, (s.count-1)/wfPageSize), s.page})
+	}
+	s.job = x.job
+	if x.dirty == nil {
+		x.dirty = map[string]bool{}
+	}
+	x.dirty[wf] = true
+	return nil
+}
+
+// written hands the records the batch changed to put, and forgets them as
+// dirty.
+func (x *wfIndexer) written(put func(key string, value []byte)) {
+	for _, f := range x.full {
+		put(f.key, f.data)
+	}
+	x.full = x.full[:0]
+	for wf := range x.dirty {
+		s := x.pending[wf]
+		put(wfCountKey(wf), binary.BigEndian.AppendUint64(nil, s.count))
+		put(wfPageKey(wf, (s.count-1)/wfPageSize), append([]byte(nil), s.page...))
+	}
+	clear(x.dirty)
+}
+
+// committed forgets the state of workflows no batch after job changed:
+// the store holds it.
+func (x *wfIndexer) committed(job uint64) {
+	for wf, s := range x.pending {
+		if s.job <= job {
+			delete(x.pending, wf)
+		}
+	}
+}
+
+// discard forgets everything not committed.
+func (x *wfIndexer) discard() {
+	clear(x.pending)
+	clear(x.dirty)
+	x.full = x.full[:0]
+}
+
+// WorkflowRange returns up to limit indexes of wf's leaves above after,
+// in log order, and whether more follow. Its cost is O(log length + limit)
+// record reads for an indexed workflow.
+func (l *Ledger) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
+	count, ok, err := l.workflowCount(ctx, wf)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		// Not indexed: walk the back-links (a workflow begun before the
+		// index existed).
+		idx, err := l.walkAfter(ctx, wf, after)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(idx) > limit {
+			return idx[:limit], true, nil
+		}
+		return idx, false, nil
+	}
+	pages := (count + wfPageSize - 1) / wfPageSize
+	page := func(p uint64) ([]byte, error) {
+		raw, err := l.store.Record(ctx, wfPageKey(wf, p))
+		if err != nil {
+			return nil, err
+		}
+		if len(raw)%8 != 0 || len(raw) == 0 {
+			return nil, fmt.Errorf("workflow index of %q: page %d holds %d bytes", wf, p, len(raw))
+		}
+		return raw, nil
+	}
+	// The first page whose last index is above after.
+	lo, hi := uint64(0), pages
+	for lo < hi {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		mid := (lo + hi) / 2
+		raw, err := page(mid)
+		if err != nil {
+			return nil, false, err
+		}
+		if binary.BigEndian.Uint64(raw[len(raw)-8:]) > after {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	var out []uint64
+	for p := lo; p < pages; p++ {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		raw, err := page(p)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := 0; i < len(raw); i += 8 {
+			v := binary.BigEndian.Uint64(raw[i:])
+			if v <= after {
+				continue
+			}
+			if len(out) == limit {
+				return out, true, nil
+			}
+			out = append(out, v)
+		}
+	}
+	return out, false, nil
+}
+
+// workflowCount returns the number of leaves in wf's index; ok is false
+// when wf is not indexed, and the error wraps ErrNotFound when wf does not
+// exist.
+func (l *Ledger) workflowCount(ctx context.Context, wf string) (uint64, bool, error) {
+	raw, err := l.store.Record(ctx, wfCountKey(wf))
+	if err != nil {
+		return 0, false, err
+	}
+	if raw != nil && len(raw) == 8 {
+		return binary.BigEndian.Uint64(raw), true, nil
+	}
+	exists, err := l.WorkflowExists(wf)
+	if err != nil {
+		return 0, false, err
+	}
+	if !exists {
+		return 0, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+	}
+	return 0, false, nil
+}
+
+// WorkflowExists reports whether wf has a leaf in the committed log.
+func (l *Ledger) WorkflowExists(wf string) (bool, error) {
+	raw, err := l.store.Record(context.Background(), workflowKey(wf))
+	return raw != nil, err
+}
+
+// walkAfter is the back-link walk, for workflows without an index.
+func (l *Ledger) walkAfter(ctx context.Context, wf string, after uint64) ([]uint64, error) {
+	var rec struct {
+		Last uint64 `json:"last"`
+	}
+	ok, err := l.record(workflowKey(wf), &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+	}
+	var out []uint64
+	for next := &rec.Last; next != nil && *next > after; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, *next)
+		p, err := l.leafLinks(*next)
+		if err != nil {
+			return nil, err
+		}
+		next = p
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// isIndexKey reports whether a record key is the ledger's own.
+func isIndexKey(k string) bool { return strings.HasPrefix(k, IndexPrefix) }

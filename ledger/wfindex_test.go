@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/statement"
+)
+
+// TestWorkflowIndex checks the workflow index against the back-link walk
+// it replaces, for two interleaved workflows of several pages written in
+// batches of many leaves (pages fill inside a batch), across a reopen, and
+// that paged reads return every leaf once.
+func TestWorkflowIndex(t *testing.T) {
+	w := newWorld(t, Options{})
+	alice := newActor(t, "user:alice")
+	w.enroll(alice)
+	agents := map[string]*actor{}
+	confirms := map[string]*statement.ConfirmDoc{}
+	for _, wf := range []string{"wf_a", "wf_b"} {
+		a := newActor(t, "agent:"+wf)
+		c := w.confirm(alice, "c_"+wf, grant(a, wf, []string{"t/*"}, []string{"act"}, nil, nil, 86400))
+		w.must(alice, c, authority.Accepted, "")
+		agents[wf], confirms[wf] = a, c
+	}
+	// 700 receipts per workflow, submitted concurrently so that batches
+	// hold many leaves of each.
+	var wg sync.WaitGroup
+	for _, wf := range []string{"wf_a", "wf_b"} {
+		a, c := agents[wf], confirms[wf]
+		var raws [][]byte
+		for i := 0; i < 700; i++ {
+			r := w.pending(a, fmt.Sprintf("%s_%d", wf, i), wf, c.ConfirmID, c.ScopeHash, "s", "act", "t/x", nil)
+			if err := statement.Seal(r); err != nil {
+				t.Fatal(err)
+			}
+			_, raw, err := statement.Sign(a.priv, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws = append(raws, raw)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ps []*Pending
+			for _, raw := range raws {
+				p, err := w.l.Submit(context.Background(), raw)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ps = append(ps, p)
+			}
+			for _, p := range ps {
+				if r, err := p.Wait(context.Background()); err != nil || r.Verdict != authority.Accepted {
+					t.Errorf("%v %v", r, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	check := func(l *Ledger) {
+		t.Helper()
+		for _, wf := range []string{"wf_a", "wf_b"} {
+			want, err := l.walkAfter(context.Background(), wf, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != 701 {
+				t.Fatalf("%s: the back-links give %d leaves, want 701", wf, len(want))
+			}
+			got, err := l.WorkflowIndexes(wf)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%s: the index gives %d leaves (%v), the back-links %d", wf, len(got), err, len(want))
+			}
+			// Paged, from every kind of starting point.
+			for _, after := range []uint64{0, want[0], want[255], want[256], want[400], want[700]} {
+				var paged []uint64
+				cur := after
+				for {
+					idx, more, err := l.WorkflowRange(context.Background(), wf, cur, 100)
+					if err != nil {
+						t.Fatal(err)
+					}
+					paged = append(paged, idx...)
+					if !more {
+						break
+					}
+					cur = idx[len(idx)-1]
+				}
+				i, _ := slices.BinarySearch(want, after+1)
+				if !slices.Equal(paged, want[i:]) {
+					t.Fatalf("%s after %d: paged %d leaves, want %d", wf, after, len(paged), len(want[i:]))
+				}
+			}
+		}
+	}
+	check(w.l)
+	compareState(t, w.l, w.replay())
+	w.l.Close()
+	l, err := Open(w.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.l = l
+	check(l)
+	if _, _, err := l.WorkflowRange(context.Background(), "wf_none", 0, 10); err == nil {
+		t.Fatal("a workflow that does not exist has a range")
+	}
+}

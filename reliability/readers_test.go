@@ -1,0 +1,288 @@
+package reliability
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/statement"
+)
+
+// longWorkflow confirms agents agents in workflow wf and has each append
+// per pending receipts, all at once; it returns the workflow's last index.
+func (e *abuseEnv) longWorkflow(wf string, agents, per int) uint64 {
+	e.t.Helper()
+	hc := newClient(e.t, e.sp.url, e.vkey, 3)
+	var last atomic.Uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, agents)
+	for i := range agents {
+		name := fmt.Sprintf("agent:long/a%d", i)
+		priv, id, hash := e.confirm(name, wf)
+		rt := client.NewRuntime(hc, priv, name, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				rec, err := rt.Receipt(context.Background(), &statement.ReceiptDoc{ReceiptID: client.NewID("long"), Workflow: wf, StepID: "step",
+					Action: "act", Target: "t/x", AuthorizationRef: id, Result: statement.ResultPending, ScopeHash: hash})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for {
+					l := last.Load()
+					if rec.Index <= l || last.CompareAndSwap(l, rec.Index) {
+						break
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatalf("building workflow %s: %v", wf, err)
+	}
+	return last.Load()
+}
+
+// dialFrom dials addr from the loopback address 127.0.0.<host>, so that
+// the server sees many client addresses.
+func dialFrom(host int, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(host))}}
+	return d.Dial("tcp", addr)
+}
+
+// subscribe opens an event stream on wf from the loopback address of
+// host, waits for the server's first line, and returns the connection
+// (which the caller then never reads).
+func subscribe(host int, addr, wf string, after uint64) (net.Conn, int, error) {
+	c, err := dialFrom(host, addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	req := fmt.Sprintf("GET /v1/workflows/%s/events?after=%d HTTP/1.1\r\nHost: %s\r\n\r\n", wf, after, addr)
+	if _, err := io.WriteString(c, req); err != nil {
+		c.Close()
+		return nil, 0, err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		c.Close()
+		return nil, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.Close()
+		return nil, resp.StatusCode, nil
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, ": watching") {
+		c.Close()
+		return nil, 0, fmt.Errorf("first line %q: %v", line, err)
+	}
+	c.SetDeadline(time.Time{})
+	return c, http.StatusOK, nil
+}
+
+// TestReaderAttacks: readers must not be able to stop writers. Against a
+// workflow of 9,000 entries, while honest agents append (their rate is
+// measured before, during and after each attack; the figures go to
+// docs/BENCHMARKS.md): event streams from the workflow's start whose
+// clients close at once; 1,000 subscribers that never read, from many
+// client addresses; floods of whole-workflow bundles and of workflow
+// pages; streams on workflows that do not exist. Every honest append must
+// succeed, the server's memory stay bounded, a runtime's own stream open,
+// and the server shut down cleanly at the end.
+func TestReaderAttacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reader attacks: skipped in -short mode")
+	}
+	if lim, err := raiseNoFile(readerSubscribers + 1000); err != nil {
+		t.Fatalf("cannot open %d connections: %v (RLIMIT_NOFILE %d)", readerSubscribers, err, lim)
+	}
+	e := newAbuseEnv(t)
+	addr := e.sp.addr
+	start := time.Now()
+	last := e.longWorkflow("wf_long", 16, longPerAgent)
+	t.Logf("workflow wf_long: %d entries appended in %v", 16*longPerAgent, time.Since(start).Round(100*time.Millisecond))
+	e.measureHonest(time.Second)
+	baseline := e.measureHonest(attackWindow)
+	if baseline.n == 0 || len(baseline.errs) > 0 {
+		t.Fatalf("baseline: %d appends, errors %v", baseline.n, baseline.errs)
+	}
+	e.figures = append(e.figures, fmt.Sprintf("%-26s honest %7.1f appends/s, server RSS %d kB", "baseline", baseline.rate(), procStatusKB(e.sp.pid(), "VmRSS")))
+	aftermath := func(name string) {
+		run := e.measureHonest(attackWindow)
+		fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline)", "  right after", run.rate(), 100*run.rate()/baseline.rate())
+		t.Log(name + ": " + fig)
+		e.figures = append(e.figures, fig)
+		if run.n == 0 || len(run.errs) > 0 {
+			t.Errorf("%s: after the attack: %d appends, errors %v", name, run.n, firstErr(run.errs))
+		}
+	}
+
+	t.Run("streams_from_start_closed", func(t *testing.T) {
+		// 200 clients at a time open a stream from the workflow's first
+		// entry and close it after the first event: each used to make the
+		// server walk the whole workflow, and go on after the client left.
+		var opened atomic.Int64
+		e.attack(t, "200 closing streams", baseline, nil, func(ctx context.Context) {
+			var wg sync.WaitGroup
+			for i := range 200 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						c, status, err := subscribe(2+i%50, addr, "wf_long", 0)
+						if err == nil && status == http.StatusOK {
+							opened.Add(1)
+							c.Close()
+						} else {
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+		t.Logf("%d streams opened and closed", opened.Load())
+		aftermath("closing streams")
+	})
+
+	t.Run("subscribers_not_reading", func(t *testing.T) {
+		// 1,000 streams on the honest agents' own workflows, from 20
+		// client addresses, that never read: every commit has entries to
+		// send them.
+		var conns []net.Conn
+		var mu sync.Mutex
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		e.attack(t, fmt.Sprintf("%d idle subscribers", readerSubscribers), baseline, func() {
+			var wg sync.WaitGroup
+			for i := range readerSubscribers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, status, err := subscribe(100+i%20, addr, e.honest[i%len(e.honest)].wf, 0)
+					if err == nil && status == http.StatusOK {
+						mu.Lock()
+						conns = append(conns, c)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d of %d subscribers opened", len(conns), readerSubscribers)
+		}, nil)
+		// A runtime's own stream still opens (from an address of its own).
+		c, status, err := subscribe(250, addr, e.honest[0].wf, last)
+		if err != nil || status != http.StatusOK {
+			t.Errorf("with %d subscribers open, a runtime's stream: %d %v", len(conns), status, err)
+		} else {
+			c.Close()
+		}
+		aftermath("idle subscribers (still open)")
+	})
+
+	t.Run("bundle_flood", func(t *testing.T) {
+		// 40 clients ask, over and over, for the bundle of the whole
+		// 9,000-entry workflow.
+		var counts statusCounts
+		counts.m = map[string]int{}
+		e.attack(t, "40 whole-workflow bundles", baseline, nil, func(ctx context.Context) {
+			getFlood(ctx, 40, fmt.Sprintf("%s/v1/bundle?index=%d&workflow=1", e.sp.url, last), &counts)
+		})
+		counts.log(t, e, "bundles")
+		if counts.status(http.StatusOK) == 0 {
+			t.Errorf("no bundle was served")
+		}
+		counts.require(t, map[int]bool{http.StatusOK: true, http.StatusServiceUnavailable: true}, true)
+		aftermath("bundles")
+	})
+
+	t.Run("workflow_page_flood", func(t *testing.T) {
+		var counts statusCounts
+		counts.m = map[string]int{}
+		e.attack(t, "40 workflow page readers", baseline, nil, func(ctx context.Context) {
+			getFlood(ctx, 40, e.sp.url+"/v1/workflows/wf_long?after=0", &counts)
+		})
+		counts.log(t, e, "workflow pages")
+		counts.require(t, map[int]bool{http.StatusOK: true, http.StatusServiceUnavailable: true}, true)
+		aftermath("workflow pages")
+	})
+
+	t.Run("unknown_workflow_streams", func(t *testing.T) {
+		// Streams on workflows that do not exist take no slot: 404.
+		notFound := 0
+		for i := range 1024 {
+			c, status, err := subscribe(2+i%200, addr, fmt.Sprintf("wf_none_%d", i), 0)
+			if c != nil {
+				c.Close()
+			}
+			if err == nil && status == http.StatusNotFound {
+				notFound++
+			}
+		}
+		if notFound != 1024 {
+			t.Errorf("%d of 1024 streams on unknown workflows answered 404", notFound)
+		}
+		c, status, err := subscribe(251, addr, e.honest[1].wf, last)
+		if err != nil || status != http.StatusOK {
+			t.Errorf("after the unknown-workflow streams, a runtime's stream: %d %v", status, err)
+		} else {
+			c.Close()
+		}
+	})
+
+	if err := e.sp.terminate(); err != nil {
+		t.Errorf("graceful shutdown: %v\n%s", err, e.sp.logTail())
+	}
+	t.Log("summary:\n" + strings.Join(e.figures, "\n"))
+	_ = ed25519.PublicKeySize
+}
+
+// getFlood has workers clients GET url over and over until ctx ends.
+func getFlood(ctx context.Context, workers int, url string, counts *statusCounts) {
+	tr := &http.Transport{MaxIdleConnsPerHost: workers}
+	hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	defer tr.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				resp, err := hc.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						counts.add("error")
+					}
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				counts.add(fmt.Sprint(resp.StatusCode))
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

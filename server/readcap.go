@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/custodylog/custody/server/api"
+)
+
+// # What readers may take
+//
+// Appends and reads share two cores. Reads whose cost grows with what they
+// return (bundles, workflow pages, an event stream catching up) each take
+// a heavy-read token (Options.MaxHeavyReads of them, default half the
+// cores): past that they wait, for at most HeavyReadWait, then get 503
+// with Retry-After. So all readers together use at most that many cores'
+// worth of work and that many bundles' worth of memory (a bundle holds at
+// most ledger.MaxBundleEntries entries), and the sequencer and the
+// signature workers keep theirs.
+//
+// Event streams are capped in total (MaxStreams) and per client address
+// (MaxStreamsPerAddr), and a stream on a workflow that does not exist is
+// answered 404: idle streams from one address, or on made-up workflows,
+// cannot take the slots a runtime needs for the workflow it holds a grant
+// in. Entries are encoded once for every stream that sends them (a small
+// shared cache), and a stream stops working as soon as its client goes.
+
+// heavyRead takes a heavy-read token, waiting at most HeavyReadWait; it
+// answers 503 itself and returns false when none came.
+func (s *Server) heavyRead(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, true
+	default:
+	}
+	t := time.NewTimer(s.opts.HeavyReadWait)
+	defer t.Stop()
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, true
+	case <-t.C:
+	case <-r.Context().Done():
+		return nil, false
+	}
+	s.m.heavyRefused.Inc()
+	s.unavailable(w, api.CodeOverloaded, "too many bundle, workflow and catch-up reads at once; retry later")
+	return nil, false
+}
+
+// heavyWait takes a heavy-read token for a stream, waiting as long as it
+// takes (or until ctx ends).
+func (s *Server) heavyWait(ctx context.Context) (release func(), ok bool) {
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// addrStreams counts open event streams per client address.
+type addrStreams struct {
+	mu sync.Mutex
+	n  map[string]int // guarded by mu
+}
+
+// take counts one more stream from addr, unless it has max already.
+func (a *addrStreams) take(addr string, max int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = map[string]int{}
+	}
+	if a.n[addr] >= max {
+		return false
+	}
+	a.n[addr]++
+	return true
+}
+
+func (a *addrStreams) release(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[addr]--; a.n[addr] <= 0 {
+		delete(a.n, addr)
+	}
+}
+
+// clientAddr is the request's remote IP address (without its port).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// eventCache keeps recently encoded stream events by index: entries never
+// change, so every stream on a workflow sends the same bytes, encoded once.
+type eventCache struct {
+	mu    sync.Mutex
+	max   int
+	byIdx map[uint64][]byte // guarded by mu
+	order []uint64          // guarded by mu: insertion order, for eviction
+}
+
+func (c *eventCache) get(i uint64) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byIdx[i]
+}
+
+func (c *eventCache) put(i uint64, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byIdx == nil {
+		c.byIdx = map[uint64][]byte{}
+	}
+	if _, ok := c.byIdx[i]; ok {
+		return
+	}
+	for len(c.order) >= c.max {
+		delete(c.byIdx, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.byIdx[i] = b
+	c.order = append(c.order, i)
+}
