@@ -134,6 +134,11 @@ func (c *Client) readAnswer(ctx context.Context, envelope []byte, status int, bo
 	if !r.Accepted() {
 		return r, &DeniedError{Receipt: r}
 	}
+	if c.opts.Policy != nil && isPendingReceipt(own) {
+		if err := c.requireWitnessed(ctx, r); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 

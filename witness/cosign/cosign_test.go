@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -267,5 +268,86 @@ func TestForkRefused(t *testing.T) {
 	}
 	if _, ok := cb.Best(); ok {
 		t.Error("a forked checkpoint met the quorum")
+	}
+}
+
+// TestWitnessErrors: a witness that does not know the log (404), one
+// that knows its origin with another key (403), and one that never
+// answers (timeout) are each logged and counted under their outcome, and
+// the quorum is met by the witness that works.
+func TestWitnessErrors(t *testing.T) {
+	_, logKey, _ := sign.GenerateKey()
+	l := newLog(t, logKey)
+	_, otherKey, _ := sign.GenerateKey()
+	other := newLog(t, otherKey) // the same origin, another key
+	good := witnesstest.StartOmniwitness(t, "good.test.example", witnesstest.Log{Origin: origin, VKey: l.VerifierKey()})
+	stranger := witnesstest.StartLitewitness(t, "stranger.test.example")
+	wrongKey := witnesstest.StartLitewitness(t, "wrongkey.test.example", witnesstest.Log{Origin: origin, VKey: other.VerifierKey()})
+	// omniwitness (with its SQLite store) answers 500, not the spec's 404
+	// and 403, for an origin it does not know and for a checkpoint signed
+	// by another key: custody logs the status and counts it as an error.
+	omniStranger := witnesstest.StartOmniwitness(t, "omnistranger.test.example")
+	// A listener that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	silentKey, _ := witness.NewSigner("silent.test.example", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{5}, 32)))
+	policy := good.PolicyLine("good") + "\n" + stranger.PolicyLine("stranger") + "\n" + wrongKey.PolicyLine("wrongkey") + "\n" +
+		"witness silent " + silentKey.VerifierKey() + " http://" + ln.Addr().String() + "\n" +
+		omniStranger.PolicyLine("omnistranger") + "\n" +
+		"group g any good stranger wrongkey silent omnistranger\nquorum g\n"
+	p, err := witness.ParsePolicy([]byte(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	lb := &logBuffer{}
+	c, err := cosign.New(p, l, cosign.Options{Timeout: 300 * time.Millisecond, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(lb, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r := &running{Cosigner: c, reg: reg, logs: lb}
+	cp := l.grow(t, "a", 3)
+	c.Publish(cp)
+	wait(t, r, cp.Size)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, want := range [][2]string{{"stranger", "unknown_log"}, {"wrongkey", "forbidden"}, {"silent", "timeout"}, {"omnistranger", "error"}, {"good", "cosigned"}} {
+		for outcomes(r, want[0], want[1]) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s outcome for witness %s:\n%s", want[1], want[0], lb)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, want := range []string{"does not know this log (404)", "does not accept this log's signature (403)", "no answer",
+		"unexpected answer\" witness=omnistranger status=500"} {
+		if !strings.Contains(lb.String(), want) {
+			t.Errorf("the logs do not say %q:\n%s", want, lb)
+		}
+	}
+	if w, _ := c.Best(); len(w.Evaluation.Signed) != 1 || w.Evaluation.Signed[0].Witness != "good" {
+		t.Errorf("the quorum: %+v", w.Evaluation)
 	}
 }
