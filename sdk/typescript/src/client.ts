@@ -16,7 +16,7 @@ import { canonicalize } from "./canonical.js";
 import { HTTPError, NotWitnessedError, RefusedError, UnverifiedError } from "./errors.js";
 import { WitnessEvaluation, WitnessPolicy } from "./witness.js";
 import { dedupHash, envelopeText, ParsedEnvelope, parseEnvelope, verifyEnvelope } from "./envelope.js";
-import { decodeBase64Strict, toBase64, toHex } from "./encoding.js";
+import { anySignal, decodeBase64Strict, toBase64, toHex } from "./encoding.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
 import { leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
@@ -310,7 +310,7 @@ export class Client {
       const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
       let resp: Response;
       try {
-        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? anySignal([signal, timeout]) : timeout });
       } catch (e) {
         if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
         this.#next(i);
@@ -355,7 +355,7 @@ export class Client {
           method: "POST",
           headers: { "content-type": "application/json" },
           body,
-          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+          signal: signal ? anySignal([signal, timeout]) : timeout,
         });
         if (resp.status !== 503 || !more) return resp;
         const he = await httpError(resp);
