@@ -233,7 +233,8 @@ func TestEndToEndNPM(t *testing.T) {
 	  "write_file": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
 	  "read_text_file": {"capability": "fs.read", "target": "fs/{path}"},
 	  "trigger-long-running-operation": {"capability": "ops.run", "target": "ops/long", "step": "long"},
-	  "echo": {"capability": "ops.run", "target": "ops/echo"}
+	  "echo": {"capability": "ops.run", "target": "ops/echo"},
+	  "trigger-sampling-request": {"capability": "ops.run", "target": "ops/sample"}
 	 },
 	 "passthrough": ["list_allowed_directories"]}`
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
@@ -280,6 +281,32 @@ func TestEndToEndNPM(t *testing.T) {
 		}
 	}
 
+	// Resources, resource templates and prompts of the upstream are
+	// forwarded as they are, ungated (only tools/call is a step).
+	m = a.wait(first(a.send(map[string]any{"op": "resources"})))
+	var docURI string
+	for _, u := range m["resources"].([]any) {
+		if s := fmt.Sprint(u); strings.HasPrefix(s, "demo://resource/static/document/") {
+			docURI = s
+			break
+		}
+	}
+	if docURI == "" || !strings.Contains(fmt.Sprint(m["templates"]), "demo://resource/dynamic/text/{") {
+		t.Fatalf("resources through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "read", "uri": docURI}))); fmt.Sprint(m["text"]) == "" {
+		t.Fatalf("reading %s through the gate: %v", docURI, m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "read", "uri": "demo://resource/dynamic/text/7"}))); !strings.Contains(fmt.Sprint(m["text"]), "7") {
+		t.Fatalf("reading a templated resource through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "prompts"}))); !strings.Contains(fmt.Sprint(m["prompts"]), "simple-prompt") {
+		t.Fatalf("prompts through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "prompt", "name": "simple-prompt"}))); !strings.Contains(fmt.Sprint(m["text"]), "simple prompt") {
+		t.Fatalf("a prompt through the gate: %v", m)
+	}
+
 	// An allowed call reaches the server and leaves a pending and an
 	// outcome receipt.
 	a1 := filepath.Join(root, "allowed", "a.txt")
@@ -294,6 +321,12 @@ func TestEndToEndNPM(t *testing.T) {
 	}
 	if isErr, text := a.call("list_allowed_directories", nil); isErr || !strings.Contains(text, root) {
 		t.Fatalf("passthrough: %s", text)
+	}
+
+	// A tool that asks the agent's model (sampling) while it runs: the
+	// gate carries the upstream's request to the agent and back.
+	if isErr, text := a.call("trigger-sampling-request", map[string]any{"prompt": "what is 2+2"}); isErr || !strings.Contains(text, "sampled by the agent") || !strings.Contains(text, "what is 2+2") {
+		t.Fatalf("sampling through the gate: %v %s", isErr, text)
 	}
 
 	// Out of scope: another path, another tool. Nothing happens upstream.
