@@ -177,6 +177,9 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 	a := &auditor{r: r, o: o, size: cp.Size, origin: origin, logKeys: ks,
 		store: authority.MemStore{}, keys: map[string]ed25519.PublicKey{}}
 	a.engine = authority.New(a.store)
+	for _, pub := range ks.PublicKeys() { // what checkpoint keys sign is never a submission
+		a.engine.RefuseKeys(sign.KeyID(pub))
+	}
 
 	// Stage 1 (its own goroutine): read entry bundles, hash the leaves,
 	// rebuild the tree and compare every tile. Stage 2 (here): re-decide

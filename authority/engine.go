@@ -71,6 +71,24 @@ type Engine struct {
 	// partial is set for a view that holds only some of the log's leaves
 	// (a bundle: the trust chain and one workflow). See NewView.
 	partial bool
+	// own holds key ids the log signs with but does not bind (its
+	// checkpoint keys); see RefuseKeys.
+	own map[string]bool
+}
+
+// RefuseKeys names keys the log signs with that the log itself does not
+// bind: its checkpoint keys, current or retired. What one of them signs is
+// never a submission (DESIGN §1): Decide refuses it at step 2
+// (bad_signature), as it refuses the keys bound in role log. The ledger
+// names its checkpoint keys; a verifier or an audit names those of the key
+// set it was given.
+func (e *Engine) RefuseKeys(keyIDs ...string) {
+	if e.own == nil {
+		e.own = map[string]bool{}
+	}
+	for _, id := range keyIDs {
+		e.own[id] = true
+	}
 }
 
 // New returns an engine over the records in store.
@@ -278,6 +296,9 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	meta := e.Meta()
 
 	// Step 2: the signer. GENESIS at index 0 binds its own key.
+	if e.own[sub.Env.KeyID] {
+		return refuse(d, BadSignature, fmt.Sprintf("key %s is one of the log's checkpoint keys, which sign checkpoints only; an envelope it signed is never a submission", short(sub.Env.KeyID)))
+	}
 	signer := e.Key(sub.Env.KeyID)
 	var pub ed25519.PublicKey
 	switch {

@@ -531,3 +531,21 @@ func playModel(t *testing.T, seed uint64, seen map[string]int) {
 	}
 	replayAll(t, h.leaves)
 }
+
+// TestRefuseKeys: a checkpoint key, which the log does not bind, signs no
+// submission once the engine is told of it (Engine.RefuseKeys), even a
+// key the admin went on to enroll as a principal.
+func TestRefuseKeys(t *testing.T) {
+	h := workflowOf(t)
+	cp := keyFor("checkpoint-2")
+	mustAccept(t, h.submit("admin", statement.Principal, obj{"principal_id": "p-cp", "name": "user:cp", "key": "checkpoint-2"}, opts{}))
+	d := h.submit("checkpoint-2", statement.Stop, obj{"request_id": "s-cp", "workflow_id": "wf1"}, opts{})
+	wantVerdict(t, "before RefuseKeys", d, "denied/not_authorized")
+	h.e.RefuseKeys(cp.KID)
+	size := h.index
+	d = h.submit("checkpoint-2", statement.Stop, obj{"request_id": "s-cp2", "workflow_id": "wf1"}, opts{})
+	wantVerdict(t, "a statement signed by a checkpoint key", d, "refused/bad_signature")
+	if h.index != size {
+		t.Errorf("the log grew")
+	}
+}

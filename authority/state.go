@@ -33,8 +33,8 @@ const (
 
 // LogSigns reports whether a key bound in role is one the log itself signs
 // with (DENIALs, checkpoints). Such a key never signs a submission: the
-// engine refuses it at step 2, and the ledger refuses its checkpoint keys,
-// which the log does not bind, before sequencing.
+// engine refuses it at step 2, as it refuses the checkpoint keys, which the
+// log does not bind, that its caller names (Engine.RefuseKeys).
 func LogSigns(role string) bool { return role == RoleLog }
 
 // Meta holds the log's parameters from GENESIS and the trust chain head.

@@ -197,10 +197,22 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		g.log.Warn("passthrough: calls of this tool are forwarded ungated, with no receipt", "tool", name)
 	}
 
+	ok := false
+	defer func() {
+		if !ok {
+			// Release a list_changed follower waiting for a server that
+			// will never be; it sees no server and does nothing.
+			select {
+			case <-g.ready:
+			default:
+				close(g.ready)
+			}
+			g.closeUpstreams()
+		}
+	}()
 	for _, u := range o.Upstreams {
 		up, err := g.connect(ctx, u)
 		if err != nil {
-			g.closeUpstreams()
 			return nil, err
 		}
 		g.ups = append(g.ups, up)
@@ -210,16 +222,15 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	close(g.ready)
 	for _, up := range g.ups {
 		if err := g.sync(ctx, up); err != nil {
-			g.closeUpstreams()
 			return nil, err
 		}
 	}
 
 	head, _, err := g.c.Head(ctx)
 	if err != nil {
-		g.closeUpstreams()
 		return nil, fmt.Errorf("gate: reaching the ledger at %s: %w", g.c.URL(), err)
 	}
+	ok = true
 	wctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	go g.watch(wctx, head.Size-1)
@@ -754,6 +765,9 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 			// A notification may come before the gate's server exists;
 			// the first sync, after it, lists everything anyway.
 			<-g.ready
+			if g.server == nil {
+				return // New failed
+			}
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := g.sync(sctx, up); err != nil {
@@ -815,7 +829,7 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 func (g *Gate) isReady() bool {
 	select {
 	case <-g.ready:
-		return true
+		return g.server != nil
 	default:
 		return false
 	}

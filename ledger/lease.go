@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/storage"
 )
@@ -307,7 +306,7 @@ func (l *Ledger) takeLead() error {
 	if err := l.drain(); err != nil && !errors.Is(err, storage.ErrFenced) {
 		_ = err // the batch in flight was answered with its error
 	}
-	l.engine = authority.New(recordStore{l.store})
+	l.engine = l.newEngine()
 	l.builder = nil
 	if err := l.loadHead(true); err != nil {
 		return fmt.Errorf("taking over the log: %w", err)

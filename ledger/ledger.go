@@ -463,7 +463,7 @@ func (l *Ledger) load() error {
 	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}
-	l.engine = authority.New(recordStore{l.store})
+	l.engine = l.newEngine()
 	if err := l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
 		return err
 	}

@@ -242,8 +242,9 @@ func (l *Ledger) check(req *request) {
 	req.env, req.hash, req.canon = env, env.DedupHash(), canonical
 	// The log's own keys (the log key, every checkpoint key, current or
 	// retired) sign DENIALs and checkpoints only: an envelope one of them
-	// signed is never a submission (DESIGN §1). The engine refuses the log
-	// key too; the checkpoint keys only the ledger knows.
+	// signed is never a submission (DESIGN §1). The engine decides this
+	// (Engine.RefuseKeys, newEngine); refusing here too spares the
+	// sequencer, and a signature check, the work.
 	if l.ownKeys[env.KeyID] {
 		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
 		return

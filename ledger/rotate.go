@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 )
@@ -93,6 +94,17 @@ func (l *Ledger) loadKeys() error {
 		l.ownKeys[id] = true
 	}
 	return nil
+}
+
+// newEngine returns the decision engine over the store's state records,
+// told which keys the log signs with but does not bind (the checkpoint
+// keys): what they sign is never a submission (DESIGN §1).
+func (l *Ledger) newEngine() *authority.Engine {
+	e := authority.New(recordStore{l.store})
+	for id := range l.ownKeys {
+		e.RefuseKeys(id)
+	}
+	return e
 }
 
 // pinRetired gives every retired key without a recorded root the root of
