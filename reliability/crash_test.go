@@ -216,8 +216,14 @@ func TestCrashOverHTTP(t *testing.T) {
 		prevSize uint64
 		prevRoot merkle.Hash
 	)
+	polled := map[uint64][32]byte{} // every checkpoint GET /checkpoint showed
 	for round := 0; round < rounds; round++ {
 		if round > 0 {
+			// A kill during the restart too: while the server checks its
+			// scratch copy, opens the store or rewrites its signed head.
+			kd := time.Duration(rng.IntN(600)) * time.Millisecond
+			killDuringStart(t, bin, dir, addr, kd)
+			t.Logf("round %d: a start SIGKILLed after %v", round, kd)
 			var err error
 			if sp, err = tryStartServer(t, bin, dir, addr); err != nil {
 				// The port was taken meanwhile: another one will do.
@@ -238,6 +244,7 @@ func TestCrashOverHTTP(t *testing.T) {
 			}
 		}
 
+		poller := pollCheckpoints(sp.url, li.VerifierKey)
 		k := &acks{first: make(chan struct{})}
 		var stop atomic.Bool
 		var wg sync.WaitGroup
@@ -259,6 +266,16 @@ func TestCrashOverHTTP(t *testing.T) {
 		sp.kill() // SIGKILL, and wait for the process to be gone
 		killedAt := time.Now()
 		wg.Wait()
+		seen, clash := poller.end()
+		if clash != "" {
+			t.Fatalf("round %d: GET /checkpoint showed %s", round, clash)
+		}
+		for size, root := range seen {
+			if r, ok := polled[size]; ok && r != root {
+				t.Fatalf("round %d: GET /checkpoint showed two roots at size %d across restarts", round, size)
+			}
+			polled[size] = root
+		}
 		if len(k.fails) > 0 {
 			t.Fatalf("round %d: answers that must never happen:\n%v", round, k.fails)
 		}
@@ -327,6 +344,20 @@ func TestCrashOverHTTP(t *testing.T) {
 		finalOverHTTP(t, startServer(t, bin, dir, freeAddr(t)), li, agents, &all, cps)
 	}
 	size := finalFromScratch(t, dir, all, cps)
+	// Last, with code outside the ledger: every checkpoint an answer
+	// carried or GET /checkpoint showed is the RFC 6962 root of the
+	// served leaves.
+	for s, r := range cps {
+		if p, ok := polled[s]; ok && p != [32]byte(r) {
+			t.Fatalf("an answer and GET /checkpoint show two roots at size %d", s)
+		}
+		polled[s] = [32]byte(r)
+	}
+	vsp := startServer(t, bin, dir, freeAddr(t))
+	independentCheck(t, vsp.url, size, polled)
+	if err := vsp.terminate(); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
 	lost, resent, resentDup := 0, 0, 0
 	for _, a := range agents {
 		lost += a.lost

@@ -6,7 +6,8 @@
 # Each test file starts its own `custody serve` on a free loopback port and
 # stops it when done; the failover test serves one log from a throwaway
 # PostgreSQL cluster (scripts/postgres.sh, port $CUSTODY_TS_PGPORT or 54333)
-# with two servers. About 10-20 s on 2 cores once npm's cache is warm.
+# with two servers; the witness test runs two omniwitness processes
+# (scripts/witness.sh builds them; test/witnessd starts them). About 10-20 s on 2 cores once npm's cache is warm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,6 +32,11 @@ echo "== building custody for the SDK's tests"
 mkdir -p "$root/.cache/ts"
 go build -o "$root/.cache/ts/custody" ./cmd/custody
 export CUSTODY_BIN="$root/.cache/ts/custody"
+
+echo "== witnesses for the witness test (scripts/witness.sh; cached in .cache/bin)"
+export CUSTODY_WITNESS_BIN=$(scripts/witness.sh | tail -1)
+go build -o "$root/.cache/ts/witnessd" ./sdk/typescript/test/witnessd
+export CUSTODY_TS_WITNESSD="$root/.cache/ts/witnessd"
 
 echo "== a throwaway PostgreSQL for the failover test (scripts/postgres.sh)"
 pgdir=$(mktemp -d /tmp/custody-ts-pg.XXXXXX)

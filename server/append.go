@@ -147,12 +147,14 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 	}
 	s.m.appends.WithLabelValues(out.Verdict).Inc()
 	s.m.latency.WithLabelValues(out.Verdict).Observe(time.Since(start).Seconds())
+	s.logDecision(r, start, out.Verdict, out.ReasonCode, &res.Index, res.Duplicate)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, status, out)
 }
 
 // refused answers a submission the ledger refused without logging it.
 func (s *Server) refused(w http.ResponseWriter, start time.Time, code authority.Code, reason string) {
+	s.log.Info("append", "verdict", "refused", "reason_code", string(code), "latency_ms", ms(time.Since(start)))
 	s.m.appends.WithLabelValues("refused").Inc()
 	s.m.refusals.WithLabelValues(string(code)).Inc()
 	s.m.latency.WithLabelValues("refused").Observe(time.Since(start).Seconds())
@@ -171,3 +173,20 @@ func (s *Server) unavailable(w http.ResponseWriter, code, reason string) {
 	w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
 	writeError(w, http.StatusServiceUnavailable, code, reason)
 }
+
+// logDecision writes the access log line of one append decision, at info:
+// verdict, reason code, index and latency (an operator's first question
+// about a denial is which entry and why).
+func (s *Server) logDecision(r *http.Request, start time.Time, verdict, code string, index *uint64, duplicate bool) {
+	attrs := []any{"verdict", verdict, "index", *index, "latency_ms", ms(time.Since(start)), "remote", r.RemoteAddr}
+	if code != "" {
+		attrs = append(attrs, "reason_code", code)
+	}
+	if duplicate {
+		attrs = append(attrs, "duplicate", true)
+	}
+	s.log.Info("append", attrs...)
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

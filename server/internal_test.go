@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,9 +67,13 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s := New(l, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var logs strings.Builder
+	s := New(l, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/entries", strings.NewReader("nope")))
+	if !regexp.MustCompile(`level=INFO msg=append verdict=refused reason_code=bad_envelope latency_ms=[0-9.]+`).MatchString(logs.String()) {
+		t.Errorf("no access log line for the refusal:\n%s", logs.String())
+	}
 	rec = httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -81,6 +86,7 @@ func TestMetrics(t *testing.T) {
 		`custody_queue_depth 0`,
 		`custody_tree_size 1`,
 		`go_goroutines`,
+		`custody_build_info{goversion="go`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/ledger"
 )
 
@@ -37,7 +38,12 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		heavyRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_heavy_reads_refused_total",
 			Help: "Bundle, workflow and catch-up reads answered 503 because every heavy-read token was taken."}),
 	}
-	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams, m.heavyRefused,
+	bi := version.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_build_info",
+		Help:        "Always 1; the labels say which custody build serves (internal/version).",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
+	buildInfo.Set(1)
+	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams, m.heavyRefused, buildInfo,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_queue_depth", Help: "Submissions waiting to be sequenced."},
 			func() float64 { return float64(s.l.QueueDepth()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_tree_size", Help: "Entries under the latest checkpoint."},

@@ -56,7 +56,7 @@ func auditCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "audit",
 		Usage:     "check a whole log: every tile, the root, every envelope and every decision",
-		UsageText: "custody audit [--dir D | --tiles DIR|URL --log-key VKEY] [--json]",
+		UsageText: "custody audit [--dir D | --tiles DIR|URL --log-key VKEY | --ledger URL] [--json]",
 		Description: `Audits a whole log: the ledger in --dir, or a static export (custody export)
 in a folder or at a URL given with --tiles, which needs no database.
 
@@ -89,9 +89,11 @@ Example:
    custody export --dir ./custody-data --tiles ./public/log
    custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
-			&cli.StringFlag{Name: "tiles", Usage: "audit an exported log in this folder (or at this http(s) URL) instead of a ledger", TakesFile: true},
-			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles", TakesFile: true},
+			dirFlag(),
+			locFlag(locStore, ""),
+			locFlag(locTiles, "audit an exported log in this `FOLDER` (or at this http(s) URL) instead of a ledger"),
+			locFlag(locLedger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
+			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles, and with --ledger the server's own is used on first use"),
 			&cli.IntFlag{Name: "max-flags", Value: 100, Usage: "list at most this many flags (all are counted)"},
 			policyFlag(),
 			jsonFlag(),
@@ -106,21 +108,33 @@ Example:
 			}
 			opts := audit.Options{MaxFlags: int(c.Int("max-flags")), Policy: policy}
 			var fetcher audit.Fetcher
-			if loc := c.String("tiles"); loc != "" {
-				if c.IsSet("dir") {
-					return usage(c, "give --dir or --tiles, not both")
-				}
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			switch loc.kind {
+			case locTiles:
 				vkey, err := verifierKeyArg(c, "log-key")
 				if err != nil {
 					return err
 				}
-				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc)
-			} else {
-				if policy != nil {
-					return usage(c, "--policy goes with --tiles: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
-				}
-				l, err := openLedger(c, true)
+				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc.value)
+			case locLedger:
+				vkey, _ := logKeyArg(c)
+				cl, err := remoteClient(ctx, loc.value, vkey, 4)
 				if err != nil {
+					return fmt.Errorf("audit: %w", err)
+				}
+				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.value)
+			default:
+				if policy != nil {
+					return usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
+				}
+				l, err := openLedgerAt(c, loc, true)
+				if err != nil {
+					if errors.Is(err, ledger.ErrLocked) {
+						return fmt.Errorf("audit: %w; if a server (custody serve) holds it, audit what it serves: custody audit --ledger http://HOST:PORT, or --tiles http://HOST:PORT --log-key VKEY", err)
+					}
 					return err
 				}
 				defer l.Close()

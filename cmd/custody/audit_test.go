@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -127,8 +129,24 @@ func TestWatchCommand(t *testing.T) {
 	if !strings.Contains(r.stdout, "ALERT bad_signature") {
 		t.Errorf("alert:\n%s", r.stdout)
 	}
+	// Both checkpoints are printed as the signed notes they are: the
+	// origin, size and root on lines of their own, the signature line
+	// starting with an em dash.
+	if !strings.Contains(r.stdout, "kept checkpoint ("+state+"):\ndemo.custody.example/log\n12\n") ||
+		!strings.Contains(r.stdout, "\n\u2014 demo.custody.example/log ") || strings.Contains(r.stdout, `\n`) {
+		t.Errorf("alert checkpoints are not multi-line notes:\n%s", r.stdout)
+	}
 	if now, _ := os.ReadFile(state); !bytes.Equal(now, kept) {
 		t.Error("--state changed after an alert")
 	}
 	must(t, 2, "watch", "--ledger", srv.URL, "--log-key", vkey)
+
+	// With --interval it says so at start, on standard error.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	runIO(ctx, []string{"custody", "watch", "--ledger", srv.URL, "--log-key", vkey, "--state", state + ".2", "--interval", "1h"}, strings.NewReader(""), &out, &errb)
+	if !strings.Contains(errb.String(), "custody watch: watching "+srv.URL+" every 1h0m0s (state "+state+".2)") {
+		t.Errorf("no start-up line: %q", errb.String())
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -27,7 +29,7 @@ import (
 // signer's key flag ("key", or "admin-key" for principal).
 func authorFlags(keyFlag, keyUsage string) []cli.Flag {
 	return withRemote(
-		dirFlag(), storeFlag(),
+		dirFlag(),
 		&cli.StringFlag{Name: keyFlag, Usage: keyUsage, Required: true, TakesFile: true},
 		&cli.StringFlag{Name: "id", Usage: "the statement id (default: <kind>_<8 random hex>)"},
 		&cli.StringFlag{Name: "actor", Usage: "the signer's name (default: the name the ledger binds to the key)"},
@@ -51,6 +53,9 @@ type authoring struct {
 
 func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*authoring, error) {
 	if _, err := args(c, 0, 0, ""); err != nil {
+		return nil, err
+	}
+	if err := checkEnums(c); err != nil {
 		return nil, err
 	}
 	a := &authoring{ctx: ctx, c: c, offline: c.IsSet("out")}
@@ -194,6 +199,9 @@ type decisionInfo struct {
 // finish seals, signs, and appends (or writes) st, and prints the outcome.
 func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	name := a.c.FullName()
+	if err := a.precheck(st); err != nil {
+		return err
+	}
 	if err := statement.Seal(st); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -353,7 +361,7 @@ func grantFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "principal", Usage: "a principals pattern restricting the grantees below (repeat; default: any)"},
 		&cli.StringSliceFlag{Name: "limit", Usage: "a limit, key=N, like budget_usd=800 (repeat)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "how long the grant lasts, like 15m", Required: true},
-		&cli.BoolFlag{Name: "revocable", Value: true, Usage: "whether the grant's issuer may revoke it (--revocable=false: only the admin can)"},
+		&cli.BoolFlag{Name: "revocable", Value: true, Usage: "whether the grant's issuer may revoke it (default: true; --revocable=false: only the admin can)"},
 	}
 }
 
@@ -717,4 +725,62 @@ Example:
 			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("target"), Reason: c.String("reason")})
 		},
 	}
+}
+
+// enumFlags are the authoring flags that take one of a few words, with
+// those words (DESIGN §3). A value outside them is a usage error (exit 2),
+// found before anything is signed.
+var enumFlags = map[string][]string{
+	"risk":     statement.RiskLevels,
+	"result":   {statement.ResultPending, statement.ResultSuccess, statement.ResultFailure, statement.ResultPartial},
+	"takeover": {statement.TakeoverHuman, statement.TakeoverPause, statement.TakeoverDelegate},
+}
+
+// checkEnums checks c's enum flags that were given (and stop's --scope).
+func checkEnums(c *cli.Command) error {
+	check := func(flag string, values []string) error {
+		if !c.IsSet(flag) {
+			return nil
+		}
+		if v := c.String(flag); !slices.Contains(values, v) {
+			return usage(c, "--%s %q: want %s", flag, v, strings.Join(values, ", "))
+		}
+		return nil
+	}
+	for _, f := range c.Flags {
+		n := f.Names()[0]
+		if values, ok := enumFlags[n]; ok {
+			if err := check(n, values); err != nil {
+				return err
+			}
+		}
+	}
+	if c.Name == "stop" {
+		return check("scope", []string{statement.StopStep, statement.StopChain})
+	}
+	return nil
+}
+
+// precheck refuses, before anything is signed, what the ledger would
+// certainly deny as malformed, so that a typo does not leave a DENIAL in
+// the log forever: a grant's ttl above the log's max_ttl_seconds (from its
+// GENESIS). It checks only when the ledger is open (not with --out).
+func (a *authoring) precheck(st statement.Statement) error {
+	g := statement.GrantOf(st)
+	if g == nil || a.l == nil {
+		return nil
+	}
+	e, err := a.l.Entry(0)
+	if err != nil {
+		return nil // the ledger decides, as ever
+	}
+	gd, ok := e.Statement.(*statement.GenesisDoc)
+	if !ok {
+		return nil
+	}
+	if _, _, maxTTL := gd.Params(); g.TTLSeconds > maxTTL {
+		return usage(a.c, "--ttl %s is longer than this log allows (max_ttl_seconds %d, %s): the ledger would deny it; nothing was signed",
+			time.Duration(g.TTLSeconds)*time.Second, maxTTL, time.Duration(maxTTL)*time.Second)
+	}
+	return nil
 }

@@ -57,9 +57,9 @@ Example:
    custody serve --dir ./scratch &
    custody bench serve --ledger http://127.0.0.1:8080 --admin-key ./scratch/keys/admin.key --clients 64 --duration 10s`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "ledger", Usage: "the server's URL", Required: true, Sources: cli.EnvVars("CUSTODY_LEDGER")},
+			locFlag(locLedger, "the server's `URL` ($CUSTODY_LEDGER)"),
 			&cli.StringFlag{Name: "admin-key", Usage: "the log's admin private key file (to enroll the bench's principal)", Required: true, TakesFile: true},
-			&cli.StringFlag{Name: "log-key", Usage: "the checkpoint verifier key (default: ask the server, trust on first use)", Sources: cli.EnvVars("CUSTODY_LOG_KEY")},
+			logKeyFlag("the checkpoint verifier key (default: ask the server, trust on first use)"),
 			&cli.IntFlag{Name: "clients", Value: 64, Usage: "concurrent clients, each an agent with one append in flight"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "how long to append"},
 			jsonFlag(),
@@ -79,7 +79,12 @@ Example:
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}
-			cl, err := remoteClient(ctx, c.String("ledger"), c.String("log-key"), n)
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			vkey, _ := logKeyArg(c)
+			cl, err := remoteClient(ctx, loc.value, vkey, n)
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}

@@ -20,89 +20,12 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 
-	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
 
-// defaultDir is the data folder when neither --dir nor $CUSTODY_DIR says.
-const defaultDir = "./custody-data"
-
-func dirFlag() *cli.StringFlag {
-	return &cli.StringFlag{
-		Name:    "dir",
-		Value:   defaultDir,
-		Usage:   "the ledger's data folder",
-		Sources: cli.EnvVars("CUSTODY_DIR"),
-	}
-}
-
-// storeFlag names a database that holds the ledger instead of a data
-// folder: postgres://user@host:port/db (see docs/DEPLOY.md).
-func storeFlag() *cli.StringFlag {
-	return &cli.StringFlag{
-		Name:    "store",
-		Usage:   "the ledger's database instead of a data folder: `postgres://USER@HOST:PORT/DB` (beats --dir)",
-		Sources: cli.EnvVars("CUSTODY_STORE"),
-	}
-}
-
-// location is where the command's ledger lives: --store (or
-// $CUSTODY_STORE) if given, else --dir (or $CUSTODY_DIR, or the default).
-// A --dir given on the command line beats $CUSTODY_STORE.
-func location(c *cli.Command) (string, error) {
-	st := c.String("store")
-	if st != "" && !ledger.IsStoreURL(st) {
-		return "", usage(c, "--store %q: want a postgres:// URL (a data folder is --dir)", st)
-	}
-	if st != "" && !(os.Getenv("CUSTODY_STORE") == st && dirOnCommandLine()) {
-		return st, nil
-	}
-	return c.String("dir"), nil
-}
-
-// dirOnCommandLine reports whether --dir was given as a flag.
-func dirOnCommandLine() bool {
-	for _, a := range os.Args[1:] {
-		if a == "--dir" || a == "-dir" || strings.HasPrefix(a, "--dir=") || strings.HasPrefix(a, "-dir=") {
-			return true
-		}
-	}
-	return false
-}
-
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
-}
-
-// openLedger opens the ledger in the command's --dir. The log key may be
-// passphrase-protected; the passphrase comes from $CUSTODY_PASSPHRASE or
-// the terminal.
-//
-// A reading command opens it readOnly: a data folder through a scratch
-// copy, so that nothing in it changes (not even what the storage engine
-// would cut from a damaged file), and a damaged one still opens, with a
-// warning, for inspection.
-func openLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
-	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
-}
-
-// openLedgerWith is openLedger with options (serve's reserve and ballast).
-func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
-	dir, err := location(c)
-	if err != nil {
-		return nil, err
-	}
-	opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
-	opts.Passphrase = sign.Passphrase("passphrase for the log key of " + dir + ": ")
-	l, err := ledger.Open(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("opening the ledger: %w", err)
-	}
-	if d := l.Damage(); d != nil {
-		fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %v\n", d)
-	}
-	return l, nil
 }
 
 // readPrivateKey reads a PKCS#8 private key file, asking for its

@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
+
+	buildversion "github.com/custodylog/custody/internal/version"
 )
 
 func demoCommand() *cli.Command {
@@ -33,7 +35,7 @@ Example:
 
    custody demo --dir /tmp/custody-demo`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "the folder to create the demo ledger in (default: ./custody-data/demo-<time>)"},
+			locFlag(locDir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
 			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
 			jsonFlag(),
 		},
@@ -41,12 +43,13 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir := c.String("dir")
-			if dir == "" {
-				base := os.Getenv("CUSTODY_DIR")
-				if base == "" {
-					base = defaultDir
-				}
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			dir := loc.value
+			if loc.from != "--dir" {
+				base := loc.value
 				dir = filepath.Join(base, "demo-"+time.Now().UTC().Format("20060102-150405"))
 				// Two demos in the same second get their own folders.
 				for n := 2; ; n++ {
@@ -80,23 +83,21 @@ Example:
 			fmt.Fprintf(w, "\nevery decision was as expected (%d entries, %s)\n\n", rep.Size, time.Since(start).Round(time.Millisecond))
 			fmt.Fprintf(w, "checkpoint:\n%s\n", rep.Checkpoint)
 			fmt.Fprintf(w, "verifier key:\n%s\n\n", rep.VerifierKey)
-			var denial, pending uint64
+			var denial uint64
 			for _, s := range rep.Steps {
 				if s.Verdict == "denied" && denial == 0 {
 					denial = s.Index
 				}
-				if s.ID == "rcpt_1" {
-					pending = s.Index
-				}
 			}
+			me := selfName()
 			fmt.Fprintf(w, "Look further:\n")
-			fmt.Fprintf(w, "   custody get --dir %s --index %d              # a DENIAL, and why\n", dir, denial)
-			fmt.Fprintf(w, "   custody get --dir %s --id confirm_42c1       # alice's grant\n", dir)
-			fmt.Fprintf(w, "   custody proof inclusion --dir %s --index %d --json   # the pending receipt's proof\n", dir, pending)
-			fmt.Fprintf(w, "   custody export --dir %s --tiles ./tiles      # the log as static tlog tiles\n", dir)
-			fmt.Fprintf(w, "An auditor needs only the verifier key above: with it, custody's offline\n")
-			fmt.Fprintf(w, "verifier (custody verify, where your version has it) checks the checkpoint,\n")
-			fmt.Fprintf(w, "every inclusion proof and every decision without the database.\n")
+			fmt.Fprintf(w, "   %s get --dir %s --index %d              # a DENIAL, and why\n", me, dir, denial)
+			fmt.Fprintf(w, "   %s get --dir %s --id confirm_42c1       # alice's grant\n", me, dir)
+			fmt.Fprintf(w, "   %s replay --dir %s --workflow wf_9f3a   # the incident responder's view\n", me, dir)
+			fmt.Fprintf(w, "   %s export --dir %s --tiles ./tiles      # the log as static tlog tiles\n", me, dir)
+			fmt.Fprintf(w, "An auditor needs only the verifier key above: with it, %s verify (or\n", me)
+			fmt.Fprintf(w, "custody-verify) checks the checkpoint, every inclusion proof and every\n")
+			fmt.Fprintf(w, "decision without the database.\n")
 			return nil
 		},
 	}
@@ -123,19 +124,17 @@ func freshDir(dir string, force bool) error {
 }
 
 // version is the module version the binary was built from.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// version is the one version string (internal/version).
+func version() string { return buildversion.String() }
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print the version",
 		UsageText: "custody version [--json]",
-		Description: `Prints the version of custody and of the Go toolchain that built it.
+		Description: `Prints the version of custody, the commit it was built from (when the build
+stamped it: go build in a git checkout, with -buildvcs not false), and the
+Go toolchain that built it. custody-verify --version prints the same.
 
 Example:
 
@@ -145,15 +144,24 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			goVersion := "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				goVersion = bi.GoVersion
-			}
+			info := buildversion.Get()
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, map[string]string{"version": version(), "go": goVersion})
+				return writeJSON(c.Root().Writer, info)
 			}
-			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", version(), goVersion)
+			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", info, info.Go)
 			return err
 		},
 	}
+}
+
+// selfName is how the user ran this tool, for commands it prints to
+// paste: "go run ./cmd/custody" when it was built by go run (its binary
+// then lives in a go-build folder under the temporary directory), else
+// "custody".
+func selfName() string {
+	exe, err := os.Executable()
+	if err == nil && strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/custody"
+	}
+	return "custody"
 }

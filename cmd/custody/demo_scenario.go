@@ -67,22 +67,29 @@ type demo struct {
 	l      *ledger.Ledger
 	w      io.Writer // one line per decision, nil for none
 	report *demoReport
+	now    func() time.Time // the clock of the statements and the ledger
 }
 
 // runDemo creates a ledger in dir (which must not hold one) and plays the
 // scenario, printing each decision to w. It returns the report, and an
 // error if anything failed or any decision was not the expected one.
 func runDemo(ctx context.Context, dir string, w io.Writer) (*demoReport, error) {
+	return runDemoAt(ctx, dir, w, time.Now)
+}
+
+// runDemoAt is runDemo on the clock now, which the statements' timestamps
+// and the ledger both read (a test plays the demo at a chosen time of day).
+func runDemoAt(ctx context.Context, dir string, w io.Writer, now func() time.Time) (*demoReport, error) {
 	admin, err := newDemoActor("admin")
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledger.Init(dir, demoOrigin, ledger.InitOptions{AdminName: admin.name, AdminKey: admin.priv})
+	l, err := ledger.Init(dir, demoOrigin, ledger.InitOptions{AdminName: admin.name, AdminKey: admin.priv, Options: ledger.Options{Clock: now}})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	d := &demo{ctx: ctx, l: l, w: w, report: &demoReport{Dir: dir, Origin: demoOrigin}}
+	d := &demo{ctx: ctx, l: l, w: w, report: &demoReport{Dir: dir, Origin: demoOrigin}, now: now}
 
 	var alice, planner, booker, checker, fourth, scout *demoActor
 	for p, name := range map[**demoActor]string{&alice: "user:alice", &planner: "agent:planner", &booker: "agent:planner/booker",
@@ -198,7 +205,7 @@ func (d *demo) step(say string, a *demoActor, want authority.Code, st statement.
 		s.Verdict, s.Reason = "error", err.Error()
 		return
 	}
-	*st.Head() = statement.Header{Type: s.Kind, Timestamp: statement.FormatTimestamp(time.Now()), Log: demoOrigin, Actor: a.name, Seq: seq}
+	*st.Head() = statement.Header{Type: s.Kind, Timestamp: statement.FormatTimestamp(d.now()), Log: demoOrigin, Actor: a.name, Seq: seq}
 	if len(parent) > 0 {
 		switch x := st.(type) {
 		case *statement.DelegateDoc:

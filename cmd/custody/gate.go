@@ -84,8 +84,8 @@ Example:
      --key agent.pem --grant confirm_42 --config gate.json \
      -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "ledger", Usage: "the custody server's `URL`", Sources: cli.EnvVars("CUSTODY_LEDGER")},
-			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it", Sources: cli.EnvVars("CUSTODY_LOG_KEY")},
+			locFlag(locLedger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
+			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it"),
 			&cli.StringFlag{Name: "key", Usage: "the agent's private key `FILE` (PKCS#8 PEM; the grant's grantee)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_KEY")},
 			&cli.StringFlag{Name: "grant", Usage: "the `ID` of the CONFIRM or DELEGATE the agent acts under", Sources: cli.EnvVars("CUSTODY_GRANT")},
 			&cli.StringFlag{Name: "config", Usage: "the gate's configuration `FILE` (JSON; see above)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_GATE_CONFIG")},
@@ -99,7 +99,14 @@ Example:
 }
 
 func runGate(ctx context.Context, c *cli.Command) error {
-	for _, f := range []string{"ledger", "log-key", "key", "grant", "config"} {
+	loc, err := resolveLocation(c)
+	if err != nil {
+		return err
+	}
+	if k, _ := logKeyArg(c); k == "" {
+		return usage(c, "--log-key is required ($%s)", logKeyEnv)
+	}
+	for _, f := range []string{"key", "grant", "config"} {
 		if c.String(f) == "" {
 			return usage(c, "--%s is required", f)
 		}
@@ -136,7 +143,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
-	cl, err := client.New(c.String("ledger"), vkey, nil)
+	cl, err := client.New(loc.value, vkey, nil)
 	if err != nil {
 		return usage(c, "--ledger: %v", err)
 	}

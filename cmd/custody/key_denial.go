@@ -40,6 +40,7 @@ Example:
    custody key rotate-denial --dir ./custody-data --admin-key ./custody-data/keys/admin.key`,
 		Flags: []cli.Flag{
 			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "admin-key", Usage: "the admin's private key file (it signs the log_key statement)", Required: true, TakesFile: true},
 			&cli.StringFlag{Name: "new-key", Usage: "the new DENIAL key's private key file (default: generate keys/denial-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
@@ -49,10 +50,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir, err := location(c)
+			loc, err := resolveLocation(c)
 			if err != nil {
 				return err
 			}
+			dir := loc.value
 			admin, err := readPrivateKey(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("key rotate-denial: --admin-key: %w", err)

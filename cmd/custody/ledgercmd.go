@@ -40,7 +40,8 @@ Example:
 
    custody init --dir ./custody-data --origin example.com/custody --admin-name admin`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
+			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -54,10 +55,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir, err := location(c)
+			loc, err := resolveLocation(c)
 			if err != nil {
 				return err
 			}
+			dir := loc.value
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
@@ -130,13 +132,10 @@ Example:
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
 			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
-			locFlag := "--dir"
-			if ledger.IsStoreURL(dir) {
-				locFlag = "--store"
-			}
-			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", locFlag, dir, adminFile)
+			where := "--" + string(loc.kind)
+			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", where, dir, adminFile)
 			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
-			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", locFlag, dir)
+			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", where, dir)
 			fmt.Fprintf(w, "       --workflow wf_1 --target airline_portal/account_123 --capability purchase --limit budget_usd=800 --ttl 15m\n")
 			fmt.Fprintf(w, "Give auditors the verifier key above; keep %s offline.\n", adminFile)
 			return nil
@@ -196,7 +195,7 @@ Example:
 
    custody append --dir ./custody-data envelopes.jsonl`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "envelopes in flight at once (only for independent envelopes)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per line"},
 		),
@@ -420,7 +419,7 @@ Example:
 
    custody get --dir ./custody-data --id confirm_42c1`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			jsonFlag(),
@@ -554,7 +553,7 @@ Example:
    custody checkpoint --dir ./custody-data > checkpoint.txt
    custody checkpoint --dir ./custody-data --key`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
 			jsonFlag(),
 		),
@@ -622,7 +621,7 @@ Example:
 
    custody proof inclusion --dir ./custody-data --index 3 --json`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index", Required: true},
 			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
 			jsonFlag(),
@@ -681,7 +680,7 @@ Example:
 
    custody proof consistency --dir ./custody-data --from 10 --to 20 --json`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.Uint64Flag{Name: "from", Usage: "the older tree size", Required: true},
 			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
 			jsonFlag(),
@@ -744,7 +743,8 @@ Example:
 
    custody export --dir ./custody-data --tiles ./public/log`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
+			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write", Required: true, TakesFile: true},
 			jsonFlag(),
 		},

@@ -80,7 +80,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runIO is run with an explicit standard input.
 func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := newApp(stdin, stdout, stderr)
+	return runApp(ctx, newApp(stdin, stdout, stderr), args)
+}
+
+// runApp runs the command tree app with args and returns the exit code,
+// printing the error, if any, on app's ErrWriter.
+func runApp(ctx context.Context, app *cli.Command, args []string) int {
+	stderr := app.ErrWriter
 	err := app.Run(ctx, args)
 	if err == nil {
 		return exitOK
@@ -101,8 +107,36 @@ func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if code == exitUsage {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usagePath(err, args))
 		}
+		if wantsJSON(args) {
+			// A script that asked for JSON reads standard output: the
+			// error is there too, as one object.
+			writeJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitKinds[code]})
+		}
 	}
 	return code
+}
+
+// jsonError is what --json prints on standard output when a command fails
+// with an error it did not print itself.
+type jsonError struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+	Kind     string `json:"kind"` // error, usage, denied, verification
+}
+
+var exitKinds = map[int]string{exitError: "error", exitUsage: "usage", exitDenied: "denied", exitVerify: "verification"}
+
+// wantsJSON reports whether args ask for --json (before a "--").
+func wantsJSON(args []string) bool {
+	for _, a := range args[1:] {
+		switch a {
+		case "--":
+			return false
+		case "--json", "-json", "--json=true", "-json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // usageCmd records which command a usage error is about, for the hint.
@@ -147,6 +181,14 @@ sub-agents (delegate), and before an irreversible step an agent writes a
 receipt the ledger checks and makes durable (receipt). Every accepted
 statement is a signed entry in a Merkle log with signed checkpoints, so
 anyone with the log's public key can verify it offline.
+
+Where every command reads and writes, one rule: a location flag you type
+(--dir, --ledger, --store, --bundle, --tiles) wins, and two of them are a
+usage error; otherwise the first set of $CUSTODY_LEDGER, $CUSTODY_STORE and
+$CUSTODY_DIR, among those the command takes; otherwise ./custody-data.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 denied or refused, 4 verification
+failed.
 
 Example:
 
@@ -197,10 +239,23 @@ func configure(cmd *cli.Command, path string) {
 		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
 	}
 	cmd.DisableSliceFlagSeparator = true
+	if kinds := locationKinds(cmd); len(kinds) > 0 {
+		heading := whereCategory(kinds)
+		for _, f := range cmd.Flags {
+			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
+				cf.SetCategory(heading)
+			}
+		}
+	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
-				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: fmt.Errorf("unknown command %q", c.Args().First())}}
+				name := c.Args().First()
+				msg := fmt.Sprintf("unknown command %q", name)
+				if s := suggest(name, commandNames(c)); s != "" {
+					msg += fmt.Sprintf("; did you mean %q?", s)
+				}
+				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: errors.New(msg)}}
 			}
 			if c.Root() == c {
 				return cli.ShowRootCommandHelp(c)
@@ -216,6 +271,64 @@ func configure(cmd *cli.Command, path string) {
 // usage is a usage error about the command c.
 func usage(c *cli.Command, format string, args ...any) error {
 	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
+}
+
+// commandNames lists c's visible subcommands.
+func commandNames(c *cli.Command) []string {
+	var out []string
+	for _, sub := range c.Commands {
+		if !sub.Hidden {
+			out = append(out, sub.Name)
+		}
+	}
+	return out
+}
+
+// suggest returns the candidate closest to name, if it is close enough to
+// be what the user meant: a prefix of it, or at most two edits away (one
+// for short names). "" when none is.
+func suggest(name string, candidates []string) string {
+	best, bestD := "", 3
+	if len(name) <= 3 {
+		bestD = 2
+	}
+	for _, c := range candidates {
+		if len(name) >= 3 && strings.HasPrefix(c, name) {
+			return c
+		}
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment) between a and b: insertions, deletions, substitutions and
+// swaps of two neighbours each count one.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }
 
 // unavailable reports whether err says the log could not decide now: a

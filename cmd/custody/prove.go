@@ -33,7 +33,7 @@ Example:
    custody prove --dir ./custody-data --id rcpt_1 --out rcpt_1.bundle.json
    custody verify rcpt_1.bundle.json --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
 		Flags: withRemote(
-			dirFlag(), storeFlag(),
+			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			&cli.BoolFlag{Name: "workflow", Usage: "include the workflow up to its latest entry, not just up to the subject"},

@@ -43,19 +43,19 @@ var _ logStore = (*ledger.Ledger)(nil)
 // data folder.
 func remoteFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "ledger", Usage: "a custody server's URL, like http://127.0.0.1:8080, to use instead of --dir", Sources: cli.EnvVars("CUSTODY_LEDGER")},
-		&cli.StringFlag{Name: "log-key", Usage: "with --ledger: the checkpoint verifier key every answer is checked against (default: ask the server, trust on first use)", Sources: cli.EnvVars("CUSTODY_LOG_KEY")},
+		locFlag(locLedger, ""),
+		logKeyFlag("with --ledger: the checkpoint verifier key every answer is checked against (default: ask the server, trust on first use)"),
 	}
 }
 
-// withRemote returns flags with the remote flags after the first one
-// (--dir).
+// withRemote returns flags with --store and the remote flags after the
+// first one (--dir).
 func withRemote(flags ...cli.Flag) []cli.Flag {
-	return append(append(flags[:1:1], remoteFlags()...), flags[1:]...)
+	return append(append(append(flags[:1:1], locFlag(locStore, "")), remoteFlags()...), flags[1:]...)
 }
 
-// openStore opens the server of --ledger if set, otherwise the ledger in
-// --dir.
+// openStore opens the log where c reads and writes (resolveLocation): a
+// server, a store or a data folder.
 func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
 	return openStoreMode(ctx, c, false)
 }
@@ -66,14 +66,21 @@ func openStoreRO(ctx context.Context, c *cli.Command) (logStore, error) {
 }
 
 func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore, error) {
-	if u := c.String("ledger"); u != "" {
-		cl, err := remoteClient(ctx, u, c.String("log-key"), 4)
+	loc, err := resolveLocation(c)
+	if err != nil {
+		return nil, err
+	}
+	if loc.kind == locLedger {
+		vkey, _ := logKeyArg(c)
+		cl, err := remoteClient(ctx, loc.value, vkey, 4)
 		if err != nil {
 			return nil, err
 		}
 		return openRemote(ctx, cl)
+	} else if c.IsSet("log-key") {
+		return nil, usage(c, "--log-key goes with --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedger(c, readOnly)
+	l, err := openLedgerAt(c, loc, readOnly)
 	if err != nil {
 		return nil, err
 	}

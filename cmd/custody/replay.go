@@ -65,31 +65,26 @@ func (s fileSource) Bundle(_ context.Context, wf string) (*verify.Bundle, string
 
 func (s fileSource) Close() error { return nil }
 
-// remoteSources lets another file add sources chosen by flags (a --ledger
-// URL, say); each returns nil when its flags are not set.
-var remoteSources []func(c *cli.Command) (workflowSource, error)
-
+// replaySource opens where c reads the workflow from (resolveLocation).
 func replaySource(c *cli.Command) (workflowSource, error) {
-	for _, f := range remoteSources {
-		src, err := f(c)
-		if err != nil || src != nil {
-			return src, err
-		}
+	loc, err := resolveLocation(c)
+	if err != nil {
+		return nil, err
 	}
-	if f := c.String("bundle"); f != "" {
-		if c.IsSet("dir") {
-			return nil, usage(c, "give --dir or --bundle, not both")
-		}
+	switch loc.kind {
+	case locLedger:
+		return remoteReplaySource(c, loc)
+	case locBundle:
 		vkey, err := verifierKeyArg(c, "log-key")
 		if err != nil {
 			return nil, err
 		}
-		return fileSource{path: f, vkey: vkey}, nil
+		return fileSource{path: loc.value, vkey: vkey}, nil
 	}
 	if c.IsSet("log-key") {
-		return nil, usage(c, "--log-key goes with --bundle (a local ledger is checked against its own key)")
+		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedger(c, true)
+	l, err := openLedgerAt(c, loc, true)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +95,17 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 // flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
 // after a checkpoint key rotation, the log's key set.
 func verifierKeyArg(c *cli.Command, flag string) (string, error) {
-	arg := strings.TrimSpace(c.String(flag))
+	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
+	if flag == "log-key" {
+		arg, from = logKeyArg(c)
+		arg = strings.TrimSpace(arg)
+	}
 	if arg == "" {
 		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
 	}
 	k, err := verifycli.ReadKeySet(arg)
 	if err != nil {
-		return "", fmt.Errorf("--%s %w", flag, err)
+		return "", fmt.Errorf("%s %w", from, err)
 	}
 	return k, nil
 }
@@ -156,11 +155,12 @@ Example:
    custody replay --bundle wf.bundle.json --log-key log.vkey --policy witnesses.policy
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
+			dirFlag(),
+			locFlag(locStore, ""),
+			locFlag(locLedger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
+			locFlag(locBundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
 			&cli.StringFlag{Name: "workflow", Usage: "the workflow to replay (with --bundle: checked against the bundle's)"},
-			&cli.StringFlag{Name: "bundle", Usage: "replay a workflow bundle file instead of a local ledger", TakesFile: true},
-			&cli.StringFlag{Name: "log-key", Usage: "with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it", TakesFile: true},
-			&cli.StringFlag{Name: "ledger", Usage: "a custody server's URL to replay from, instead of --dir (answers are checked against --log-key, or the server's own key on first use)", Sources: cli.EnvVars("CUSTODY_LEDGER")},
+			logKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dot", Usage: "print the authority tree as a Graphviz digraph"},
 			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML page to `FILE`", TakesFile: true},
@@ -172,7 +172,7 @@ Example:
 				return err
 			}
 			wf := c.String("workflow")
-			if wf == "" && c.String("bundle") == "" {
+			if wf == "" && !c.IsSet("bundle") {
 				return usage(c, "--workflow WF is required")
 			}
 			if c.Bool("json") && c.Bool("dot") {

@@ -13,18 +13,10 @@ import (
 // custody replay --ledger URL: the workflow's bundle comes from a server.
 // It is verified exactly as a local or file bundle is, so the server is
 // trusted for nothing.
-func init() { remoteSources = append(remoteSources, remoteReplaySource) }
-
-func remoteReplaySource(c *cli.Command) (workflowSource, error) {
-	url := c.String("ledger")
-	if url == "" {
-		return nil, nil
-	}
-	if c.IsSet("dir") || c.String("bundle") != "" {
-		return nil, usage(c, "give one of --dir, --bundle and --ledger")
-	}
+func remoteReplaySource(c *cli.Command, loc location) (workflowSource, error) {
+	url := loc.value
 	vkey := ""
-	if c.String("log-key") != "" {
+	if k, _ := logKeyArg(c); k != "" {
 		var err error
 		if vkey, err = verifierKeyArg(c, "log-key"); err != nil {
 			return nil, err

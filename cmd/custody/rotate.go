@@ -46,9 +46,10 @@ Example:
    custody key rotate-log --dir ./custody-data
    custody checkpoint --dir ./custody-data --key > log.keys
    custody key rotate-log --dir ./custody-data --finish
-   custody verify bundle --log-key log.keys wf.bundle.json`,
+   custody verify wf.bundle.json --log-key log.keys`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
+			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
@@ -58,10 +59,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			dir, err := location(c)
+			loc, err := resolveLocation(c)
 			if err != nil {
 				return err
 			}
+			dir := loc.value
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
 			var r *ledger.Rotation
 			if c.Bool("finish") {

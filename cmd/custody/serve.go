@@ -37,13 +37,23 @@ func serveCommand() *cli.Command {
                                      429 rate limited, 503 overloaded: retry later)
    POST /v1/entries/batch            {"envelopes":[...]}: up to 256, decided in that
                                      order; each answer is what /v1/entries would say
-   GET  /v1/entries/{index}          an entry      GET /v1/statements/{id}  by id
-   GET  /v1/proof/inclusion?index=&size=   GET /v1/proof/consistency?from=&to=
-   GET  /v1/bundle/{id}[?workflow=1] a bundle for custody verify
-   GET  /v1/workflows/{id}           a workflow's entries; /events streams new ones
+   GET  /v1/log                      origin, size, verifier key and parameters
+   GET  /v1/entries/{index}          an entry
+   GET  /v1/statements/{id}          the entry of a statement id
+   GET  /v1/proof/inclusion?index=&size=   an inclusion proof
+   GET  /v1/proof/consistency?from=&to=    a consistency proof
+   GET  /v1/roots/{size}             the tree's root at a size
+   GET  /v1/bundle/{id}[?workflow=1] a bundle for custody verify (or /v1/bundle?index=N)
+   GET  /v1/workflows/{id}           a workflow's entries
+   GET  /v1/workflows/{id}/events    new entries of a workflow, streamed
    GET  /v1/keys/{keyid}/seq         a key's binding and next seq
-   GET  /checkpoint, /tile/...       the log as C2SP tlog-tiles
+   GET  /checkpoint, /tile/{path...} the log as C2SP tlog-tiles
+   GET  /v1/checkpoint/witnessed     the newest checkpoint the witness quorum cosigned
    GET  /healthz, /readyz, /metrics  health and Prometheus metrics
+
+Each append decision is logged at info (verdict, reason code, index,
+latency); /metrics counts appends by verdict, denials and refusals by
+reason code, and custody_build_info names the build.
 
 The Go heap runs under a soft limit of --memory-limit MiB (384 by default;
 0 for none; $GOMEMLIMIT, when set, wins): past it the collector works harder
@@ -80,7 +90,8 @@ Example:
    curl -s http://127.0.0.1:8080/checkpoint
    custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
-			dirFlag(), storeFlag(),
+			dirFlag(),
+			locFlag(locStore, ""),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
 			&cli.IntFlag{Name: "max-inflight", Value: 1024, Usage: "appends decided at once; more are answered 503 at once"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "a PEM certificate file: serve HTTPS", TakesFile: true},

@@ -222,6 +222,11 @@ func TestServeCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), "ledger closed") {
 		t.Fatalf("logs: %s", stderr.String())
 	}
+	// One access log line per append decision, at info.
+	access := regexp.MustCompile(`"level":"INFO","msg":"append","verdict":"accepted","index":\d+,"latency_ms":[0-9.]+`)
+	if n := len(access.FindAllString(stderr.String(), -1)); int64(n) < res.Appends {
+		t.Errorf("%d access log lines for %d appends", n, res.Appends)
+	}
 	// The ledger is closed and whole: it opens, and holds what bench wrote.
 	r = must(t, 0, "checkpoint", "--dir", data, "--json")
 	var cp checkpointInfo

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -53,8 +54,8 @@ Example:
    custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
    custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "ledger", Usage: "the log's base `URL` (…/checkpoint and …/tile/… below it)"},
-			&cli.StringFlag{Name: "log-key", Usage: "the log's checkpoint verifier key (`VKEY`), or a file holding it", TakesFile: true},
+			locFlag(locLedger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
+			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
 			policyFlag(),
@@ -64,10 +65,11 @@ Example:
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			url, state := c.String("ledger"), c.String("state")
-			if url == "" {
-				return usage(c, "--ledger URL is required")
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
 			}
+			url, state := loc.value, c.String("state")
 			if state == "" {
 				return usage(c, "--state FILE is required")
 			}
@@ -84,6 +86,10 @@ Example:
 			}
 			f := tilesFetcher(url)
 			interval := c.Duration("interval")
+			if interval > 0 {
+				fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: watching %s every %s (state %s)\n",
+					time.Now().UTC().Format(time.RFC3339), safeText(url), interval, state)
+			}
 			for {
 				res, err := watchOnce(ctx, c, f, vkey, state, policy)
 				switch {
@@ -180,9 +186,9 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	}
 	fmt.Fprintf(w, "%s ALERT %s: %s\n", stamp, res.Outcome, textsafe.Text(res.Detail))
 	if old != nil {
-		fmt.Fprintf(w, "\nkept checkpoint (%s):\n%s\n", state, textsafe.Text(string(old)))
+		fmt.Fprintf(w, "\nkept checkpoint (%s):\n%s", state, noteText(old))
 	}
-	fmt.Fprintf(w, "served checkpoint:\n%s\n", textsafe.Text(string(res.Checkpoint)))
+	fmt.Fprintf(w, "served checkpoint:\n%s", noteText(res.Checkpoint))
 	fmt.Fprintf(w, "Both are signed by the log key: keep them as evidence. %s was left unchanged.\n", state)
 	return res, nil
 }
@@ -190,3 +196,13 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 // watchUnwitnessed is watch's outcome for a checkpoint that does not meet
 // --policy.
 const watchUnwitnessed = "unwitnessed"
+
+// noteText prints a signed note (a checkpoint) as the multi-line text it
+// is, each line escaped for the terminal, ending in a newline.
+func noteText(note []byte) string {
+	lines := strings.Split(strings.TrimSuffix(string(note), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = textsafe.Text(l)
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

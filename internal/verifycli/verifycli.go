@@ -27,6 +27,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/textsafe"
+	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/verify"
 	"github.com/custodylog/custody/witness"
@@ -91,6 +92,7 @@ func Command() *cli.Command { return newCommand("verify", "custody verify") }
 // that main can pass them to Exit.
 func Standalone() *cli.Command {
 	c := newCommand("custody-verify", "custody-verify")
+	c.Version = version.String()
 	c.ExitErrHandler = func(context.Context, *cli.Command, error) {}
 	return c
 }

@@ -13,9 +13,10 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalize } from "./canonical.js";
-import { HTTPError, RefusedError, UnverifiedError } from "./errors.js";
+import { HTTPError, NotWitnessedError, RefusedError, UnverifiedError } from "./errors.js";
+import { WitnessEvaluation, WitnessPolicy } from "./witness.js";
 import { dedupHash, envelopeText, ParsedEnvelope, parseEnvelope, verifyEnvelope } from "./envelope.js";
-import { decodeBase64Strict, toBase64, toHex } from "./encoding.js";
+import { anySignal, decodeBase64Strict, toBase64, toHex } from "./encoding.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
 import { leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
@@ -50,6 +51,16 @@ export interface ClientOptions {
    * lease lifetimes; 0: no more than retries).
    */
   failoverWaitMs?: number;
+  /**
+   * A witness policy (its text, or parsed) every accepted pending RECEIPT
+   * must stand under: the answer's checkpoint must carry valid cosignatures
+   * of its quorum (a server in witness finality mode sends them), or the
+   * client waits up to witnessWaitMs (default 10000) for the server's newest
+   * witnessed checkpoint to include the entry. Otherwise append rejects
+   * with a NotWitnessedError and execute does not run the step.
+   */
+  witnessPolicy?: string | WitnessPolicy;
+  witnessWaitMs?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
 }
@@ -76,6 +87,8 @@ export interface AppendResult {
   checkpointText: string;
   /** The inclusion proof of leaf at index under checkpoint. */
   proof: Uint8Array[];
+  /** With a witness policy, for a pending RECEIPT: who cosigned checkpoint. */
+  witnessed?: WitnessEvaluation;
 }
 
 /** An inclusion proof, verified. */
@@ -227,7 +240,9 @@ export class Client {
   readonly origin: string;
   /** The checkpoint key set every answer is checked against. */
   readonly keys: KeySet;
-  readonly #opts: Required<Omit<ClientOptions, "logKey">>;
+  readonly #opts: Required<Omit<ClientOptions, "logKey" | "witnessPolicy">>;
+  /** The witness policy pending receipts must stand under, if any. */
+  readonly witnessPolicy?: WitnessPolicy;
   readonly #checkpoints = new Map<string, Checkpoint>();
   /**
    * Keys whose DENIALs are taken without a bundle, by key id: the
@@ -251,8 +266,12 @@ export class Client {
       retries: options.retries ?? 3,
       maxRetryWaitMs: options.maxRetryWaitMs ?? 2000,
       failoverWaitMs: options.failoverWaitMs ?? 15000,
+      witnessWaitMs: options.witnessWaitMs ?? 10000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     };
+    if (options.witnessPolicy !== undefined) {
+      this.witnessPolicy = typeof options.witnessPolicy === "string" ? WitnessPolicy.parse(options.witnessPolicy) : options.witnessPolicy;
+    }
     for (const k of this.keys.keys) this.#denialKeys.set(toHex(createHash("sha256").update(k.publicKey).digest()), k.publicKey);
   }
 
@@ -291,7 +310,7 @@ export class Client {
       const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
       let resp: Response;
       try {
-        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? anySignal([signal, timeout]) : timeout });
       } catch (e) {
         if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
         this.#next(i);
@@ -336,7 +355,7 @@ export class Client {
           method: "POST",
           headers: { "content-type": "application/json" },
           body,
-          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+          signal: signal ? anySignal([signal, timeout]) : timeout,
         });
         if (resp.status !== 503 || !more) return resp;
         const he = await httpError(resp);
@@ -411,7 +430,62 @@ export class Client {
     if (!own) {
       throw new UnverifiedError(`the server logged a decision for an envelope that does not parse (${(ownError as Error).message})`);
     }
-    return this.#verifyAnswer(doc, own, resp.status, signal);
+    const r = await this.#verifyAnswer(doc, own, resp.status, signal);
+    if (r.accepted && this.witnessPolicy && own.kind === "RECEIPT" && (r.entry.statement as { result?: string }).result === "pending") {
+      await this.#requireWitnessed(r, signal);
+    }
+    return r;
+  }
+
+  /**
+   * Makes sure an accepted pending RECEIPT stands under a checkpoint that
+   * meets the witness policy: the answer's own, or the server's newest
+   * witnessed checkpoint (GET /v1/checkpoint/witnessed), waited for up to
+   * witnessWaitMs, with the leaf's inclusion proof under it. Every piece is
+   * checked: the log's signature, the cosignatures, the proof.
+   */
+  async #requireWitnessed(r: AppendResult, signal?: AbortSignal): Promise<void> {
+    const p = this.witnessPolicy!;
+    const own = p.evaluate(r.checkpointText);
+    if (own.satisfied) {
+      r.witnessed = own;
+      return;
+    }
+    const deadline = Date.now() + this.#opts.witnessWaitMs;
+    let wait = 20;
+    let last = "";
+    for (;;) {
+      try {
+        const text = Buffer.from(await this.get("/v1/checkpoint/witnessed", 64 << 10, signal)).toString("utf8");
+        const cp = this.openCheckpoint(text);
+        const ev = p.evaluate(text);
+        // A witnessed checkpoint that does not meet this client's policy is
+        // not a lie (the server's policy may differ): keep waiting.
+        if (!ev.satisfied) {
+          last = `the server's newest witnessed checkpoint does not meet the policy (${ev.quorum}): missing ${ev.missing.join(", ")}${ev.invalid.length ? `, invalid ${ev.invalid.join(", ")}` : ""}`;
+        } else if (cp.size > r.index) {
+          const inc = await this.getJSON<Inclusion>(`/v1/proof/inclusion?index=${r.index}&size=${cp.size}`, signal);
+          const proof = hashes(inc.proof, "inclusion proof");
+          try {
+            verifyInclusion(r.index, cp.size, leafHash(r.leaf), proof, cp.root);
+          } catch (e) {
+            throw new UnverifiedError(`inclusion under the witnessed checkpoint: ${(e as Error).message}`);
+          }
+          Object.assign(r, { checkpoint: cp, checkpointText: text, proof, witnessed: ev });
+          return;
+        } else {
+          last = `the newest witnessed checkpoint has ${cp.size} entries`;
+        }
+      } catch (e) {
+        if (e instanceof UnverifiedError) throw e;
+        last = (e as Error).message;
+      }
+      if (Date.now() + wait > deadline) {
+        throw new NotWitnessedError(`entry ${r.index} is logged, but no checkpoint that includes it met the witness quorum (${p}) within ${this.#opts.witnessWaitMs} ms: ${last}`);
+      }
+      await sleep(wait, signal);
+      wait = Math.min(2 * wait, 500);
+    }
   }
 
   /** Checks an append answer (see append). */

@@ -34,3 +34,18 @@ export function utf8(s: string): Uint8Array {
 export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.from(a).equals(Buffer.from(b));
 }
+
+/** anySignal is AbortSignal.any (Node >= 20.3), with a fallback for older 20.x. */
+export function anySignal(signals: AbortSignal[]): AbortSignal {
+  const any = (AbortSignal as unknown as { any?: (s: AbortSignal[]) => AbortSignal }).any;
+  if (any) return any(signals);
+  const c = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      c.abort(s.reason);
+      break;
+    }
+    s.addEventListener("abort", () => c.abort(s.reason), { once: true });
+  }
+  return c.signal;
+}

@@ -70,3 +70,13 @@ export class RefusedError extends Error {
     this.reason = reason;
   }
 }
+
+/**
+ * A pending RECEIPT the log accepted, but that no checkpoint meeting the
+ * client's witness policy covered in time. The entry is logged; a runtime
+ * must not act on it (execute does not).
+ */
+export class NotWitnessedError extends Error {
+  override name = "NotWitnessedError";
+  readonly code = "not_witnessed";
+}

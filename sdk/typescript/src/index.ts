@@ -8,7 +8,9 @@
  */
 export { canonicalize, canonicalBytes, parseCanonical, checkProfile, MAX_SAFE_INTEGER } from "./canonical.js";
 export type { JSONValue } from "./canonical.js";
-export { CustodyFormatError, CustodyKeyError, UnverifiedError, HTTPError, RefusedError } from "./errors.js";
+export { CustodyFormatError, CustodyKeyError, UnverifiedError, HTTPError, RefusedError, NotWitnessedError } from "./errors.js";
+export { WitnessPolicy, parseWitnessKey, cosignatureMessage } from "./witness.js";
+export type { WitnessKey, WitnessEvaluation, Cosignature } from "./witness.js";
 export { PrivateKey, loadPrivateKey, generateKey, privateKeyFromSeed, keyId, parsePublicKey, encodePublicKey, checkPublicKey, verifySignature } from "./keys.js";
 export { KINDS, payloadType, kindOfPayloadType, pae, signEnvelope, envelopeText, parseEnvelope, verifyEnvelope, dedupHash } from "./envelope.js";
 export type { Kind, Envelope, ParsedEnvelope } from "./envelope.js";

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { parseCanonical, canonicalize, scopeHash, verifyBundle, KeySet, verifyConsistency, parseLeaf, parseEnvelope } from "../dist/index.js";
+import { parseCanonical, canonicalize, scopeHash, verifyBundle, KeySet, verifyConsistency, parseLeaf, parseEnvelope, WitnessPolicy } from "../dist/index.js";
 
 const td = (f) => readFileSync(new URL(`../testdata/${f}`, import.meta.url), "utf8");
 
@@ -73,4 +73,32 @@ test("documented examples: a cosigned checkpoint opens (witness signatures ignor
   const leafDoc = JSON.parse(td("examples/confirm.leaf.json"));
   const leaf = parseLeaf(Buffer.from(canonicalize(leafDoc)));
   assert.equal(leaf.statement.type, "CONFIRM");
+});
+
+test("witness policy: the documented cosigned checkpoint meets the documented policy; a bad or missing cosignature does not", () => {
+  const p = WitnessPolicy.parse(td("examples/witnesses.policy"));
+  assert.equal(p.toString(), "group public: 2 of [w1 w2 w3]");
+  const cp = td("examples/checkpoint.cosigned.txt");
+  const ev = p.evaluate(cp);
+  assert.ok(ev.satisfied, JSON.stringify(ev));
+  assert.deepEqual(ev.signed.map((s) => s.witness), ["w1", "w3"]);
+  assert.deepEqual(ev.missing, ["w2"]);
+  // One cosignature damaged: invalid, and 1 of 3 is not a quorum.
+  const lines = cp.split("\n");
+  const i = lines.findIndex((l) => l.startsWith("— witness3"));
+  const bad = [...lines];
+  bad[i] = bad[i].slice(0, -6) + (bad[i].slice(-6, -5) === "A" ? "B" : "A") + bad[i].slice(-5);
+  const ev2 = p.evaluate(bad.join("\n"));
+  assert.equal(ev2.satisfied, false);
+  assert.deepEqual(ev2.invalid, ["w3"]);
+  // One removed: not a quorum either.
+  assert.equal(p.evaluate(lines.filter((_, j) => j !== i).join("\n")).satisfied, false);
+  // The checkpoint's text changed: no cosignature verifies.
+  assert.equal(p.evaluate(cp.replace("\n6\n", "\n7\n")).satisfied, false);
+  // The log's own signature is unaffected by the cosignatures.
+  assert.equal(KeySet.parse(td("examples/verifier-key.txt")).openCheckpoint(cp).size, 6);
+  assert.ok(WitnessPolicy.parse("quorum none").evaluate(td("examples/checkpoint.txt")).satisfied);
+  for (const badPolicy of ["witness w1 x+00000000+AAAA\nquorum w1", "group g 1 nobody\nquorum g", "witness any " + td("examples/witnesses.policy").split("\n")[1].split(" ")[2] + "\nquorum any", ""]) {
+    assert.throws(() => WitnessPolicy.parse(badPolicy), /policy/);
+  }
 });

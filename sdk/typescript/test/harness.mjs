@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { Client, Runtime, loadPrivateKey, generateKey } from "../dist/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "../../..");
+export const repo = resolve(here, "../../..");
 
 let built;
 export function custodyBin() {
@@ -42,14 +42,14 @@ export class Ledger {
     this.port = 0;
   }
 
-  static async start({ origin = "example.com/ts-sdk", adminKeyFile, logKeyFile } = {}) {
+  static async start({ origin = "example.com/ts-sdk", adminKeyFile, logKeyFile, serve = true } = {}) {
     const dir = mkdtempSync(join(tmpdir(), "custody-ts-"));
     const args = ["init", "--dir", join(dir, "data"), "--origin", origin, "--json"];
     if (adminKeyFile) args.push("--admin-key", adminKeyFile);
     if (logKeyFile) args.push("--log-key", logKeyFile);
     const info = JSON.parse(run(args));
     const l = new Ledger(dir, info);
-    await l.serve();
+    if (serve) await l.serve();
     return l;
   }
 
@@ -57,8 +57,10 @@ export class Ledger {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async serve() {
-    const proc = spawn(custodyBin(), ["serve", "--dir", join(this.dir, "data"), "--addr", `127.0.0.1:${this.port}`], { stdio: ["ignore", "ignore", "pipe"] });
+  /** Serves the ledger (again, on the same port after the first time); extra arguments are kept for restarts. */
+  async serve(extra) {
+    if (extra) this.extra = extra;
+    const proc = spawn(custodyBin(), ["serve", "--dir", join(this.dir, "data"), "--addr", `127.0.0.1:${this.port}`, ...(this.extra ?? [])], { stdio: ["ignore", "ignore", "pipe"] });
     this.proc = proc;
     let log = "";
     this.port = await new Promise((resolveP, reject) => {

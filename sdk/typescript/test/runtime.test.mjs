@@ -87,4 +87,32 @@ test("a beforeExecute veto writes nothing; beforeConfirm vetoes a CONFIRM", asyn
   const vetoing = new Runtime(c, dave.key, { name: "user:dave", hooks: { beforeConfirm: () => { throw new Error("the person said no"); } } });
   await assert.rejects(vetoing.confirm({ workflow: "wf_veto", grantee: "agent:d", granteeKey: (await import("../dist/index.js")).generateKey().publicKey, targets: ["t"], capabilities: ["a"], ttlSeconds: 60 }), /the person said no/);
   assert.equal((await c.head()).checkpoint.size, head + 1); // only the enrollment
+  const { grant, key } = await lg.agent(dave, "agent:d2", "wf_veto2", { budget: 10 });
+  const before = (await c.head()).checkpoint.size;
+  const careful = new Runtime(c, key, { name: "agent:d2", hooks: { beforeExecute: () => { throw new Error("not now"); } } });
+  let ran = false;
+  await assert.rejects(careful.execute({ stepId: "s", action: "act", target: "t/x", auth: grant, reserve: { budget: 1 } }, () => { ran = true; }),
+    (e) => e instanceof NotExecutedError && /beforeExecute: not now/.test(e.message));
+  assert.equal(ran, false);
+  assert.equal((await c.head()).checkpoint.size, before); // nothing written
+});
+
+test("onTakeover sees a STOP handing the workflow to this agent, without aborting its own step; afterConfirm sees the grant", async () => {
+  const c = lg.client();
+  const confirmed = [];
+  const erin = await lg.principal("user:erin", c);
+  const erinHooked = new Runtime(c, erin.key, { name: "user:erin", hooks: { afterConfirm: (a) => confirmed.push(a.entry.statement.confirm_id) } });
+  const { grant, key } = await lg.agent(erinHooked, "agent:b2", "wf_take", { budget: 10 });
+  assert.deepEqual(confirmed, [grant]);
+  const seen = [];
+  const b = new Runtime(c, key, { name: "agent:b2", hooks: { onTakeover: (stop) => seen.push(stop.request_id), onStop: (stop) => seen.push(`stop:${stop.request_id}`) } });
+  const ex = await b.execute({ stepId: "mine", action: "act", target: "t/x", auth: grant, reserve: { budget: 1 } }, async (signal) => {
+    await erin.stop({ id: "stop_take", workflow: "wf_take", step: "theirs", takeover: "delegate_to_other_agent", takeoverTo: "agent:b2", reason: "take it over" });
+    const deadline = Date.now() + 10000;
+    while (!seen.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(signal.aborted, false);
+    return {};
+  });
+  assert.deepEqual(seen, ["stop_take"]);
+  assert.ok(ex.outcome.accepted);
 });
