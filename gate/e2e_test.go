@@ -280,6 +280,32 @@ func TestEndToEndNPM(t *testing.T) {
 		}
 	}
 
+	// Resources, resource templates and prompts of the upstream are
+	// forwarded as they are, ungated (only tools/call is a step).
+	m = a.wait(first(a.send(map[string]any{"op": "resources"})))
+	var docURI string
+	for _, u := range m["resources"].([]any) {
+		if s := fmt.Sprint(u); strings.HasPrefix(s, "demo://resource/static/document/") {
+			docURI = s
+			break
+		}
+	}
+	if docURI == "" || !strings.Contains(fmt.Sprint(m["templates"]), "demo://resource/dynamic/text/{") {
+		t.Fatalf("resources through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "read", "uri": docURI}))); fmt.Sprint(m["text"]) == "" {
+		t.Fatalf("reading %s through the gate: %v", docURI, m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "read", "uri": "demo://resource/dynamic/text/7"}))); !strings.Contains(fmt.Sprint(m["text"]), "7") {
+		t.Fatalf("reading a templated resource through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "prompts"}))); !strings.Contains(fmt.Sprint(m["prompts"]), "simple-prompt") {
+		t.Fatalf("prompts through the gate: %v", m)
+	}
+	if m = a.wait(first(a.send(map[string]any{"op": "prompt", "name": "simple-prompt"}))); !strings.Contains(fmt.Sprint(m["text"]), "simple prompt") {
+		t.Fatalf("a prompt through the gate: %v", m)
+	}
+
 	// An allowed call reaches the server and leaves a pending and an
 	// outcome receipt.
 	a1 := filepath.Join(root, "allowed", "a.txt")

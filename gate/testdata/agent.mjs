@@ -9,7 +9,11 @@
 //   {"id":2,"op":"call","tool":"write_file","args":{...},"progress":true}
 //       -> {"id":2,"progress":1,"total":5}  (each progress notification)
 //       -> {"id":2,"isError":false,"text":"..."}
-//   {"id":3,"op":"close"}                         -> {"id":3,"closed":true}
+//   {"id":3,"op":"resources"}   -> {"id":3,"resources":[uri...],"templates":[...]}
+//   {"id":4,"op":"read","uri":"..."}              -> {"id":4,"text":"..."}
+//   {"id":5,"op":"prompts"}                       -> {"id":5,"prompts":["..."]}
+//   {"id":6,"op":"prompt","name":"...","args":{}} -> {"id":6,"text":"..."}
+//   {"id":7,"op":"close"}                         -> {"id":7,"closed":true}
 //
 // Calls run concurrently; answers carry their request's id. A tools
 // list_changed notification prints {"event":"tools_changed"}. At the end
@@ -64,6 +68,23 @@ async function handle(req) {
         const res = await client.callTool({ name: req.tool, arguments: req.args ?? {} }, undefined, opts);
         const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
         return out({ id: req.id, isError: res.isError === true, text });
+      }
+      case "resources": {
+        const res = await client.listResources();
+        const tmpl = await client.listResourceTemplates();
+        return out({ id: req.id, resources: res.resources.map((r) => r.uri), templates: tmpl.resourceTemplates.map((t) => t.uriTemplate) });
+      }
+      case "read": {
+        const res = await client.readResource({ uri: req.uri });
+        return out({ id: req.id, text: res.contents.map((c) => c.text ?? "").join("\n") });
+      }
+      case "prompts": {
+        const res = await client.listPrompts();
+        return out({ id: req.id, prompts: res.prompts.map((p) => p.name).sort() });
+      }
+      case "prompt": {
+        const res = await client.getPrompt({ name: req.name, arguments: req.args ?? {} });
+        return out({ id: req.id, text: res.messages.map((m) => m.content?.text ?? "").join("\n") });
       }
       case "close":
         await client.close();
