@@ -233,7 +233,8 @@ func TestEndToEndNPM(t *testing.T) {
 	  "write_file": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
 	  "read_text_file": {"capability": "fs.read", "target": "fs/{path}"},
 	  "trigger-long-running-operation": {"capability": "ops.run", "target": "ops/long", "step": "long"},
-	  "echo": {"capability": "ops.run", "target": "ops/echo"}
+	  "echo": {"capability": "ops.run", "target": "ops/echo"},
+	  "trigger-sampling-request": {"capability": "ops.run", "target": "ops/sample"}
 	 },
 	 "passthrough": ["list_allowed_directories"]}`
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
@@ -320,6 +321,12 @@ func TestEndToEndNPM(t *testing.T) {
 	}
 	if isErr, text := a.call("list_allowed_directories", nil); isErr || !strings.Contains(text, root) {
 		t.Fatalf("passthrough: %s", text)
+	}
+
+	// A tool that asks the agent's model (sampling) while it runs: the
+	// gate carries the upstream's request to the agent and back.
+	if isErr, text := a.call("trigger-sampling-request", map[string]any{"prompt": "what is 2+2"}); isErr || !strings.Contains(text, "sampled by the agent") || !strings.Contains(text, "what is 2+2") {
+		t.Fatalf("sampling through the gate: %v %s", isErr, text)
 	}
 
 	// Out of scope: another path, another tool. Nothing happens upstream.

@@ -8,8 +8,8 @@
 // MCP client of one or more upstream servers (spawned over stdio, or
 // reached by streamable HTTP). It mirrors what the upstreams offer —
 // tools, resources, resource templates, prompts, completions, resource
-// subscriptions, log messages, progress and cancellation — and follows
-// their list_changed notifications. It gates tools/call:
+// subscriptions, log messages, progress, cancellation, sampling and
+// elicitation — and follows their list_changed notifications. It gates tools/call:
 //
 //   - A tool the configuration maps (Config) becomes a step: the gate
 //     writes the pending RECEIPT (action, target and step from the
@@ -35,8 +35,10 @@
 // The gate authorises calls; it cannot see what a server does with one.
 // A target derived from an argument (fs/{path}) is what the agent asked
 // for: a server that follows symbolic links, or reads a relative path
-// against its own folder, may touch something else. Sampling, elicitation
-// and roots requests from an upstream are not forwarded to the agent.
+// against its own folder, may touch something else. An upstream's sampling
+// and elicitation requests go to the agent session with a tool call in
+// flight (or the only session); its roots requests are answered with no
+// roots.
 package gate
 
 import (
@@ -139,6 +141,7 @@ type Gate struct {
 	powner   map[string]*upstream          // guarded by mu: prompt name -> upstream
 	inflight map[*call]struct{}            // guarded by mu
 	progress map[string]*mcp.ServerSession // guarded by mu: progress token -> agent session
+	calling  map[*mcp.ServerSession]int    // guarded by mu: agent sessions with tool calls in flight
 
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
@@ -175,7 +178,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	g := &Gate{cfg: o.Config, rt: o.Runtime, c: o.Runtime.Client(), log: o.Logger, stderr: o.Stderr,
 		version: o.Version, timeout: o.StreamTimeout, grantID: o.Grant, inForce: map[string]bool{},
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
-		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{},
+		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{}, calling: map[*mcp.ServerSession]int{},
 		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
@@ -421,6 +424,18 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	g.mu.Unlock()
 	if up == nil {
 		return Refusal(CodeUnmapped, "no upstream server offers tool %q", name), nil
+	}
+	if req.Session != nil {
+		g.mu.Lock()
+		g.calling[req.Session]++
+		g.mu.Unlock()
+		defer func() {
+			g.mu.Lock()
+			if g.calling[req.Session]--; g.calling[req.Session] <= 0 {
+				delete(g.calling, req.Session)
+			}
+			g.mu.Unlock()
+		}()
 	}
 	params := &mcp.CallToolParams{Meta: hop(req.Params.Meta), Name: name}
 	if len(req.Params.Arguments) > 0 {
@@ -792,6 +807,22 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 				ss.Log(ctx, req.Params)
 			}
 		},
+		// An upstream's sampling and elicitation requests go to the agent
+		// whose tool call is in flight (they come while a tool runs).
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			ss, err := g.agentSession()
+			if err != nil {
+				return nil, err
+			}
+			return ss.CreateMessage(ctx, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ss, err := g.agentSession()
+			if err != nil {
+				return nil, err
+			}
+			return ss.Elicit(ctx, req.Params)
+		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			g.mu.Lock()
 			ss := g.progress[fmt.Sprint(req.Params.ProgressToken)]
@@ -833,6 +864,30 @@ func (g *Gate) isReady() bool {
 	default:
 		return false
 	}
+}
+
+// agentSession is the agent session an upstream's request goes to: one
+// with a tool call in flight, or else the only one.
+func (g *Gate) agentSession() (*mcp.ServerSession, error) {
+	g.mu.Lock()
+	for ss := range g.calling {
+		g.mu.Unlock()
+		return ss, nil
+	}
+	g.mu.Unlock()
+	if !g.isReady() {
+		return nil, errors.New("custody gate: no agent is connected")
+	}
+	var only *mcp.ServerSession
+	n := 0
+	for ss := range g.server.Sessions() {
+		only = ss
+		n++
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("custody gate: %d agents are connected and none has a call in flight; the request has no one to go to", n)
+	}
+	return only, nil
 }
 
 // serverOptions derives the capabilities the gate offers from its

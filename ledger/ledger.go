@@ -476,6 +476,7 @@ func (l *Ledger) loadHead(resign bool) error {
 	damaged := func(what string, cause error) error {
 		return &DamageError{Dir: l.loc, What: what, Err: cause}
 	}
+	l.wfx.discard() // the workflow index of batches decided on older state
 	sh, err := l.store.Head(context.Background())
 	if err != nil {
 		if errors.Is(err, storage.ErrUnavailable) {

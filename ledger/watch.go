@@ -23,33 +23,112 @@ type Commit struct {
 	// log order (nil when unknown): a subscriber that missed nothing
 	// reads them from here, not from the store.
 	Indexes map[string][]uint64
+	// Missed is set, for a subscriber of one workflow (WatchWorkflow),
+	// when a commit of that workflow was not delivered to it (replaced by
+	// a newer one while unread) or the commit does not say what it holds:
+	// the subscriber must then read what it missed from the store.
+	Missed bool
 }
 
 // broadcaster tells subscribers about new commits. A slow subscriber never
 // blocks the sequencer: each holds at most one pending commit, the newest
-// (so From then says what it missed).
+// (so From, or Missed, then says it missed some). A subscriber of one
+// workflow is woken only by the commits of that workflow, so that many
+// streams on many workflows cost a commit only the streams it concerns.
 type broadcaster struct {
 	mu   sync.Mutex
-	subs map[chan Commit]struct{}
+	subs map[chan Commit]struct{} // every commit
+	byWF map[string]map[chan Commit]*wfSub
+	all  map[chan Commit]*wfSub // the workflow subscribers, for commits that do not say
+}
+
+type wfSub struct {
+	wf     string
+	missed bool // guarded by broadcaster.mu
+}
+
+// offer puts c in ch, replacing an unread commit; it reports whether one
+// was replaced.
+func offer(ch chan Commit, c Commit) (replaced bool) {
+	select {
+	case ch <- c:
+		return false
+	default:
+	}
+	select {
+	case <-ch:
+		replaced = true
+	default:
+	}
+	select {
+	case ch <- c:
+	default:
+	}
+	return replaced
 }
 
 func (b *broadcaster) publish(c Commit) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {
+		offer(ch, c)
+	}
+	deliver := func(ch chan Commit, s *wfSub, missed bool) {
+		wc := c
+		wc.Missed = s.missed || missed
 		select {
-		case ch <- c:
+		case <-ch: // unread: lost, and this one says so
+			wc.Missed = true
 		default:
-			// Replace the unread commit with the newer one.
-			select {
-			case <-ch:
-			default:
-			}
-			select {
-			case ch <- c:
-			default:
-			}
 		}
+		// Only publish sends, under mu: after the drain there is room.
+		select {
+		case ch <- wc:
+			s.missed = false
+		default:
+			s.missed = true
+		}
+	}
+	if c.Workflows == nil || c.Indexes == nil {
+		for ch, s := range b.all {
+			deliver(ch, s, true)
+		}
+		return
+	}
+	for wf := range c.Workflows {
+		for ch, s := range b.byWF[wf] {
+			deliver(ch, s, false)
+		}
+	}
+}
+
+// WatchWorkflow is Watch for one workflow: the channel receives the
+// commits that hold leaves of wf (and those that do not say what they
+// hold, with Missed set).
+func (l *Ledger) WatchWorkflow(wf string) (<-chan Commit, func()) {
+	ch := make(chan Commit, 1)
+	b := &l.watchers
+	b.mu.Lock()
+	if b.byWF == nil {
+		b.byWF, b.all = map[string]map[chan Commit]*wfSub{}, map[chan Commit]*wfSub{}
+	}
+	s := &wfSub{wf: wf}
+	if b.byWF[wf] == nil {
+		b.byWF[wf] = map[chan Commit]*wfSub{}
+	}
+	b.byWF[wf][ch], b.all[ch] = s, s
+	b.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.byWF[wf], ch)
+			if len(b.byWF[wf]) == 0 {
+				delete(b.byWF, wf)
+			}
+			delete(b.all, ch)
+			b.mu.Unlock()
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -65,7 +66,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	// The server's ReadTimeout would end a long stream (and cancel its
 	// context): a stream reads nothing after its request.
 	rc.SetReadDeadline(time.Time{})
-	heads, stop := s.l.Watch() // before the first read, so that no head is missed
+	heads, stop := s.l.WatchWorkflow(wf) // before the first read, so that no head is missed
 	defer stop()
 	s.m.streams.Inc()
 	defer s.m.streams.Dec()
@@ -99,12 +100,10 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
-	seen := uint64(0) // the head size this stream last looked under
 	for {
 		// Only entries under the published head: their proofs exist. Read
 		// in pages from the workflow index, one heavy-read token a page.
 		size := s.l.Head().Size
-		seen = size
 		for more := true; more; {
 			release, ok := s.heavyWait(ctx)
 			if !ok {
@@ -137,11 +136,29 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	wait:
 		select {
 		case c := <-heads:
-			if c.From == seen && c.Workflows != nil && !c.Workflows[wf] {
-				// The very next commit, and this workflow is not in it:
-				// nothing to read (every commit wakes every stream, so
-				// this keeps many streams cheap).
-				seen = c.Size
+			if !c.Missed {
+				// A commit of this workflow, and none was missed: it says
+				// which of its leaves are this workflow's, so send them
+				// with no store read and no token (each encoded once for
+				// every stream).
+				var idx []uint64
+				for _, i := range c.Indexes[wf] {
+					if i > after {
+						idx = append(idx, i)
+					}
+				}
+				events, err := s.encodeEvents(idx, c.Size)
+				if err != nil {
+					s.log.Warn("event stream", "workflow", wf, "err", err)
+					return
+				}
+				if len(events) > 0 {
+					// One write and one flush for the commit's events.
+					if write("%s", bytes.Join(events, nil)) != nil {
+						return
+					}
+					after = idx[len(events)-1]
+				}
 				goto wait
 			}
 		case <-keepAlive.C:

@@ -33,7 +33,7 @@ const sdk = (p) => import(pathToFileURL(join(dir, "node_modules/@modelcontextpro
 const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
 const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
-const { ToolListChangedNotificationSchema } = await sdk("types.js");
+const { ToolListChangedNotificationSchema, CreateMessageRequestSchema } = await sdk("types.js");
 
 const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
 const sep = process.argv.indexOf("--");
@@ -48,8 +48,14 @@ if (urlAt >= 0 && urlAt + 1 < process.argv.length) {
   console.error("usage: node agent.mjs -- COMMAND [ARGS...] | node agent.mjs --url URL");
   process.exit(2);
 }
-const client = new Client({ name: "custody-e2e-agent", version: "1.0.0" });
+const client = new Client({ name: "custody-e2e-agent", version: "1.0.0" }, { capabilities: { sampling: {} } });
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => out({ event: "tools_changed" }));
+// Sampling: answer an upstream's request (forwarded by the gate) with a
+// canned message that names what it was asked.
+client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+  const asked = req.params.messages.map((m) => m.content?.text ?? "").join(" ");
+  return { model: "e2e-canned", role: "assistant", content: { type: "text", text: "sampled by the agent: " + asked } };
+});
 await client.connect(transport);
 out({ event: "connected", server: client.getServerVersion() });
 
