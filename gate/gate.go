@@ -488,6 +488,13 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		reserve = nil
 	}
 
+	// No event stream, no call: a STOP could not reach it. Checked before
+	// the pending receipt (nothing is written while the stream is down)
+	// and again after it.
+	if err := g.awaitStream(ctx); err != nil {
+		return Refusal(CodeUnavailable, "%v; nothing was written and the call was not forwarded", err), nil
+	}
+
 	// Register before the pending receipt is written: every STOP logged
 	// after it reaches this call.
 	fctx, cancel := context.WithCancelCause(ctx)

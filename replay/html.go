@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/custodylog/custody/internal/textsafe"
 )
@@ -37,6 +38,24 @@ func (r *Report) HTML() []byte {
 	} else if r.Failure != nil {
 		p("<p class=\"banner bad\" id=\"verdict\">%s<br><small>Rows marked FAILED failed a check; rows marked unverified were not checked. Treat both as claims, not facts.</small></p>\n", h(r.Failure.String()))
 	}
+	for _, s := range r.Stops {
+		if s.Resumed {
+			continue
+		}
+		what := s.Scope + " " + r.Workflow
+		if s.Step != "" {
+			what = "step " + s.Step + " of " + r.Workflow
+		}
+		take := s.TakeoverMode
+		if s.TakeoverTo != "" {
+			take += " to " + s.TakeoverTo
+		}
+		p("<p class=\"banner stopped\" id=\"stopped\">STOPPED: <a href=\"#entry-%d\">%s</a> (%s) by <code>%s</code>", s.Index, h(s.ID), h(what), h(s.By))
+		if s.Role != "" {
+			p(" (%s)", h(s.Role))
+		}
+		p(", takeover %s, in force<br><small>%s</small></p>\n", h(take), h(s.Reason))
+	}
 	p("</header>\n")
 
 	p("<section id=\"attention\"><h2>Needs attention (%d)</h2>\n", len(r.Attention))
@@ -65,7 +84,8 @@ func (r *Report) HTML() []byte {
 			cls = append(cls, "trust")
 		}
 		p("<tr id=\"entry-%d\" class=\"%s\" data-index=\"%d\">", row.Index, h(strings.Join(cls, " ")), row.Index)
-		p("<td class=\"idx\">%d</td><td class=\"time\">%s</td><td>%s</td><td><code>%s</code></td>", row.Index, h(row.LoggedAt), h(row.Kind), h(orDash(row.Actor)))
+		p("<td class=\"idx\">%d</td><td class=\"time\"><time datetime=\"%s\" title=\"%s\">%s</time></td><td>%s</td><td><code class=\"actor\">%s</code></td>",
+			row.Index, h(row.LoggedAt), h(row.LoggedAt), h(shortTime(row.LoggedAt)), h(row.Kind), breakable(orDash(row.Actor)))
 		what := "<code>" + h(orDash(row.ID)) + "</code> " + h(row.Action)
 		if row.Target != "" {
 			what += " → <code>" + h(row.Target) + "</code>"
@@ -78,6 +98,17 @@ func (r *Report) HTML() []byte {
 		}
 		if row.Reason != "" {
 			what += "<div class=\"why\">" + h(row.Reason) + "</div>"
+		}
+		for _, d := range row.Details() {
+			cls := "detail"
+			if d.Bad {
+				cls += " why"
+			}
+			text := h(d.Text)
+			if d.Link != nil {
+				text = fmt.Sprintf("<a href=\"#entry-%d\">%s</a>", *d.Link, text)
+			}
+			what += fmt.Sprintf("<div class=\"%s\"><span class=\"label\">%s:</span> %s</div>", cls, h(d.Label), text)
 		}
 		dec := h(row.Decision)
 		if row.Code != "" {
@@ -319,4 +350,29 @@ svg{display:block;margin:8px 0 16px;max-width:100%;height:auto}svg text{font:12p
 svg text.t1{font-weight:700}svg text.t3{fill:#8a1c1c}
 tr.over td{color:#b71c1c;font-weight:600}.bad{color:#c62828}
 footer{margin-top:28px;color:#555;font-size:12px}
+.banner.stopped{background:#fff3e0;color:#8a3b00;border:1px solid #ffb74d;margin-top:8px}
+.detail{font-size:12px;color:#333;margin-top:2px}.detail .label{color:#777}
+code.actor{overflow-wrap:normal;word-break:normal;white-space:nowrap}
+@media print{body{margin:0;max-width:none;font-size:11px;color:#000}th{position:static}
+tr{break-inside:avoid}h2{break-after:avoid}a{color:inherit;text-decoration:none}
+.banner{border:2px solid #000;background:none;color:#000}tr.denied td,tr.st-failed td{background:none}
+code.actor{white-space:normal}}
 `
+
+// shortTime is the time of day of an RFC 3339 time, to the millisecond
+// ("14:02:07.123"); the page shows the whole time on hover.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("15:04:05.000")
+}
+
+// breakable escapes a name for HTML and lets it break only after a / or
+// a : (agent:planner/booker), never inside a word.
+func breakable(s string) string {
+	out := h(s)
+	out = strings.ReplaceAll(out, "/", "/<wbr>")
+	return strings.ReplaceAll(out, ":", ":<wbr>")
+}

@@ -39,6 +39,7 @@ type Report struct {
 	// Failure is the first failed check, when Verified is false.
 	Failure   *Failure    `json:"failure,omitempty"`
 	Owner     string      `json:"owner,omitempty"` // the principal of the workflow's first CONFIRM
+	Subject   uint64      `json:"subject"`         // the bundle's subject entry
 	Rows      []*Row      `json:"timeline"`
 	Grants    []*Grant    `json:"grants"`
 	Stops     []*Stop     `json:"stops,omitempty"`
@@ -81,6 +82,19 @@ type Row struct {
 	Target string `json:"target,omitempty"`
 	Step   string `json:"step,omitempty"`
 	Result string `json:"result,omitempty"` // RECEIPT only
+	// What a RECEIPT says happened: the reservation of a pending one, and
+	// an outcome's consumption, side effects, evidence and error.
+	Reserve      map[string]int64  `json:"reserve,omitempty"`
+	Consumed     map[string]int64  `json:"consumed,omitempty"`
+	SideEffects  map[string]string `json:"side_effects,omitempty"`
+	EvidenceRefs []string          `json:"evidence_refs,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	// The pending-to-outcome link, both ways: an outcome's pending receipt
+	// (its pending_ref) and a pending receipt's outcome in the bundle.
+	PendingRef   string  `json:"pending_ref,omitempty"`
+	PendingIndex *uint64 `json:"pending_index,omitempty"`
+	Outcome      string  `json:"outcome,omitempty"`
+	OutcomeIndex *uint64 `json:"outcome_index,omitempty"`
 	// Decision is "accepted" or "denied" (a DENIAL entry).
 	Decision string `json:"decision"`
 	Code     string `json:"reason_code,omitempty"`
@@ -228,6 +242,11 @@ type Options struct {
 	// Policy, when set, is a witness policy the bundle's checkpoint must
 	// meet (verify.CheckWitnesses).
 	Policy *witness.Policy
+	// BundleFile says the bundle is a file someone made (custody prove
+	// --workflow), which ends at its subject: a pending receipt with no
+	// outcome there may have one logged later, and the report says so
+	// instead of calling it lost.
+	BundleFile bool
 }
 
 // Build verifies a workflow bundle against the log's verifier key and
@@ -252,7 +271,9 @@ func Build(b *verify.Bundle, verifierKey string, o Options) (*Report, error) {
 	}
 	st := newStatuses(v)
 	bd := &builder{r: r, o: o, e: authority.NewView(authority.MemStore{}), rows: map[uint64]*Row{},
-		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{}}
+		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{},
+		subject: &b.Subject}
+	r.Subject = b.Subject
 	var entries []decoded
 	for _, be := range b.Entries {
 		d := decode(be)
@@ -387,6 +408,7 @@ type builder struct {
 	// replayedTo is the index of the first entry the model replay could
 	// not apply (all entries when ok).
 	stoppedAt *uint64
+	subject   *uint64 // the bundle's subject entry
 }
 
 // describe fills a row from its statement alone.
@@ -437,6 +459,8 @@ func what(row *Row, st statement.Statement) {
 		row.Action, row.Target = "revoke", s.TargetRef
 	case *statement.ReceiptDoc:
 		row.Action, row.Target, row.Step, row.Result = s.Action, s.Target, s.StepID, s.Result
+		row.Reserve, row.Consumed, row.SideEffects, row.EvidenceRefs, row.Error = s.Reserve, s.Consumed, s.SideEffects, s.EvidenceRefs, s.Error
+		row.PendingRef = s.PendingRef
 	case *statement.StopDoc:
 		row.Action, row.Target = "stop "+s.StopScope, s.Workflow
 		if s.StopScope == statement.StopStep {
@@ -552,6 +576,11 @@ func (bd *builder) receipt(row *Row, s *statement.ReceiptDoc, index uint64) {
 		return
 	}
 	p.Outcome, p.OutcomeIndex, p.Result, p.Consumed = s.ReceiptID, &index, s.Result, s.Consumed
+	pi := p.Index
+	row.PendingIndex = &pi
+	if pr := bd.rows[p.Index]; pr != nil {
+		pr.Outcome, pr.OutcomeIndex = s.ReceiptID, &index
+	}
 	bd.account(p.Grant, s.Consumed, 1)
 	for k, c := range s.Consumed {
 		if c > p.Reserve[k] {
@@ -829,6 +858,10 @@ func (bd *builder) finish() {
 		}
 		what := fmt.Sprintf("pending %s (%s → %s, step %s, by %s) has no outcome: in flight, or lost; its reserve %s stays charged",
 			p.ID, p.Action, p.Target, p.Step, p.Actor, amounts(p.Reserve))
+		if bd.o.BundleFile && bd.subject != nil && p.Index >= *bd.subject {
+			what = fmt.Sprintf("pending %s (%s → %s, step %s, by %s) has no outcome in this bundle, which ends at its subject #%d: an outcome logged later is not in it (custody prove --workflow on the workflow's latest entry, or a replay of the ledger, shows it)",
+				p.ID, p.Action, p.Target, p.Step, p.Actor, *bd.subject)
+		}
 		if row := bd.rows[p.Index]; row != nil {
 			bd.flag(row, AttnOpen, "", what)
 		}
@@ -899,4 +932,54 @@ func amounts(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// pairs writes side effects as "k=v, k=v", sorted by key.
+func pairs(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Details are the lines of what a receipt row says happened, in the order
+// the text and the page show them: the pending-to-outcome link, the
+// reservation, the consumption, side effects, evidence and error.
+func (row *Row) Details() []Detail {
+	var out []Detail
+	if row.PendingRef != "" {
+		d := Detail{Label: "outcome of", Text: row.PendingRef}
+		if row.PendingIndex != nil {
+			d.Text += fmt.Sprintf(" (#%d)", *row.PendingIndex)
+			d.Link = row.PendingIndex
+		}
+		out = append(out, d)
+	}
+	if row.Outcome != "" {
+		out = append(out, Detail{Label: "outcome", Text: fmt.Sprintf("%s (#%d)", row.Outcome, *row.OutcomeIndex), Link: row.OutcomeIndex})
+	}
+	if len(row.Reserve) > 0 {
+		out = append(out, Detail{Label: "reserves", Text: amounts(row.Reserve)})
+	}
+	if len(row.Consumed) > 0 {
+		out = append(out, Detail{Label: "consumed", Text: amounts(row.Consumed)})
+	}
+	if len(row.SideEffects) > 0 {
+		out = append(out, Detail{Label: "side effects", Text: pairs(row.SideEffects)})
+	}
+	if len(row.EvidenceRefs) > 0 {
+		out = append(out, Detail{Label: "evidence", Text: strings.Join(row.EvidenceRefs, ", ")})
+	}
+	if row.Error != "" {
+		out = append(out, Detail{Label: "error", Text: row.Error, Bad: true})
+	}
+	return out
+}
+
+// Detail is one line of a row's details; Link is the entry it refers to.
+type Detail struct {
+	Label, Text string
+	Link        *uint64
+	Bad         bool
 }

@@ -185,6 +185,13 @@ func (t *textWriter) timeline(r *Report) {
 			what += " [" + row.DenialID + "]"
 		}
 		t.wrapped("", pad, what, "")
+		for _, d := range row.Details() {
+			style := cDim
+			if d.Bad {
+				style = cRed
+			}
+			t.wrapped("", pad, d.Label+": "+d.Text, style)
+		}
 		if len(row.Path) > 0 {
 			t.wrapped("", pad, "via "+strings.Join(row.Path, " → "), cDim)
 		}

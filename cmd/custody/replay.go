@@ -191,7 +191,8 @@ Example:
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
-			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn"), Policy: policy})
+			_, fromFile := src.(fileSource)
+			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn"), Policy: policy, BundleFile: fromFile})
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}

