@@ -113,6 +113,8 @@ type Options struct {
 	MaxFlags int
 	// Policy, when set, is a witness policy the checkpoint must meet: its
 	// quorum's valid cosignatures (Report.Witnessed names who cosigned).
+	// When the fetched checkpoint does not, the newest witnessed one a
+	// custody server serves (WitnessedPath) is audited instead.
 	Policy *witness.Policy
 }
 
@@ -139,6 +141,13 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 	if cpText == nil {
 		if cpText, err = f.Fetch(ctx, "checkpoint"); err != nil {
 			return nil, fmt.Errorf("%w: reading the checkpoint: %v", ErrUnusable, err)
+		}
+		if o.Policy != nil && !o.Policy.Evaluate(cpText).Satisfied {
+			// The newest checkpoint may not have its cosignatures yet: a
+			// custody server also serves the newest witnessed one.
+			if w, err := f.Fetch(ctx, WitnessedPath); err == nil && o.Policy.Evaluate(w).Satisfied {
+				cpText = w
+			}
 		}
 	}
 	cp, err := merkle.OpenCheckpoint(cpText, origin, vkey)

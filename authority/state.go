@@ -242,7 +242,7 @@ func CheckStateVersion(store Store) error {
 		v = f.Version
 	}
 	if v != StateFormat {
-		return fmt.Errorf("the authority state is in format %d, and this build reads format %d only (DESIGN version 3 changed how STOPs and held grants are kept); open it with the build that wrote it, export the log (custody export), and start a new ledger with this build", v, StateFormat)
+		return fmt.Errorf("the authority state is in format %d, and this build reads format %d only (DESIGN version 3 changed how STOPs and held grants are kept); keep serving it with the build that wrote it, and start new logs with this one (docs/DEPLOY.md)", v, StateFormat)
 	}
 	return nil
 }

@@ -136,12 +136,12 @@ type Gate struct {
 	streamUp  chan struct{} // guarded by streamMu: closed when connected
 
 	mu       sync.Mutex
-	owner    map[string]*upstream          // guarded by mu: tool name -> upstream
-	rowner   map[string]*upstream          // guarded by mu: resource URI or template -> upstream
-	powner   map[string]*upstream          // guarded by mu: prompt name -> upstream
-	inflight map[*call]struct{}            // guarded by mu
-	progress map[string]*mcp.ServerSession // guarded by mu: progress token -> agent session
-	calling  map[*mcp.ServerSession]int    // guarded by mu: agent sessions with tool calls in flight
+	owner    map[string]*upstream       // guarded by mu: tool name -> upstream
+	rowner   map[string]*upstream       // guarded by mu: resource URI or template -> upstream
+	powner   map[string]*upstream       // guarded by mu: prompt name -> upstream
+	inflight map[*call]struct{}         // guarded by mu
+	progress map[string]*progressRoute  // guarded by mu: progress token -> agent session
+	calling  map[*mcp.ServerSession]int // guarded by mu: agent sessions with tool calls in flight
 
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
@@ -151,6 +151,14 @@ type Gate struct {
 	stopDenied bool                          // guarded by mu: a pending was denied for a STOP not seen; until a RESUME
 	spent      map[string]int64              // guarded by mu: limit -> least reserve denied limit_exceeded
 }
+
+// progressRoute is where an upstream's progress notifications for one
+// token go.
+type progressRoute struct{ ss *mcp.ServerSession }
+
+// progressGrace is how long a progress token stays routed after its call
+// ended.
+const progressGrace = 2 * time.Second
 
 // call is a gated tools/call in flight.
 type call struct {
@@ -178,7 +186,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	g := &Gate{cfg: o.Config, rt: o.Runtime, c: o.Runtime.Client(), log: o.Logger, stderr: o.Stderr,
 		version: o.Version, timeout: o.StreamTimeout, grantID: o.Grant, inForce: map[string]bool{},
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
-		inflight: map[*call]struct{}{}, progress: map[string]*mcp.ServerSession{}, calling: map[*mcp.ServerSession]int{},
+		inflight: map[*call]struct{}{}, progress: map[string]*progressRoute{}, calling: map[*mcp.ServerSession]int{},
 		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
@@ -379,6 +387,17 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
+		if method == "logging/setLevel" && err == nil {
+			// Each agent session filters log messages at its own level;
+			// the upstreams send them all.
+			for _, up := range g.ups {
+				if up.caps.Logging != nil {
+					if lerr := up.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); lerr != nil {
+						g.log.Warn("setting an upstream's log level", "upstream", up.name, "err", lerr)
+					}
+				}
+			}
+		}
 		if method != "tools/list" || err != nil || !g.cfg.Filter() {
 			return res, err
 		}
@@ -444,9 +463,18 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	if tok := params.GetProgressToken(); tok != nil && req.Session != nil {
 		key := fmt.Sprint(tok)
 		g.mu.Lock()
-		g.progress[key] = req.Session
+		route := &progressRoute{ss: req.Session}
+		g.progress[key] = route
 		g.mu.Unlock()
-		defer func() { g.mu.Lock(); delete(g.progress, key); g.mu.Unlock() }()
+		// A notification the upstream sent before its answer may be read
+		// after it: keep the route a moment longer.
+		defer time.AfterFunc(progressGrace, func() {
+			g.mu.Lock()
+			if g.progress[key] == route {
+				delete(g.progress, key)
+			}
+			g.mu.Unlock()
+		})
 	}
 	if g.cfg.Passes(name) {
 		res, err := up.cs.CallTool(ctx, params)
@@ -832,10 +860,10 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			g.mu.Lock()
-			ss := g.progress[fmt.Sprint(req.Params.ProgressToken)]
+			route := g.progress[fmt.Sprint(req.Params.ProgressToken)]
 			g.mu.Unlock()
-			if ss != nil {
-				ss.NotifyProgress(ctx, req.Params)
+			if route != nil {
+				route.ss.NotifyProgress(ctx, req.Params)
 			}
 		},
 	})

@@ -73,6 +73,11 @@ func startUpstream(t *testing.T) (*files, *mcp.Server, string) {
 		}
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, a pathArgs) (*mcp.CallToolResult, any, error) {
+		// Progress and a log message on the way, when asked for.
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
+		}
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "upstream", Data: "echoing " + a.Text})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "secret"}, func(ctx context.Context, req *mcp.CallToolRequest, a pathArgs) (*mcp.CallToolResult, any, error) {
@@ -143,6 +148,12 @@ func newWorld(t *testing.T, config string) *world {
 	}
 	agent := mcp.NewClient(&mcp.Implementation{Name: "agent"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { w.notify <- "tools" },
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			w.notify <- fmt.Sprintf("log %v", req.Params.Data)
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			w.notify <- fmt.Sprintf("progress %v/%v", req.Params.Progress, req.Params.Total)
+		},
 	})
 	w.cs, err = agent.Connect(ctx, ct, nil)
 	if err != nil {
@@ -299,6 +310,32 @@ func TestListUnfiltered(t *testing.T) {
 	res, err := w.cs.ListTools(context.Background(), nil)
 	if err != nil || len(res.Tools) != 4 {
 		t.Fatalf("unfiltered tools/list: %v %d", err, len(res.Tools))
+	}
+}
+
+// TestLogAndProgress: an upstream's log messages reach an agent that set
+// a level, and its progress notifications reach the agent whose call
+// carried the token.
+func TestLogAndProgress(t *testing.T) {
+	w := newWorld(t, testConfig)
+	ctx := context.Background()
+	if err := w.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"path": "-", "text": "hi"}}
+	params.SetProgressToken("tok-1")
+	if res, err := w.cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, res)
+	}
+	got := map[string]bool{}
+	deadline := time.After(10 * time.Second)
+	for !got["log echoing hi"] || !got["progress 1/2"] {
+		select {
+		case m := <-w.notify:
+			got[m] = true
+		case <-deadline:
+			t.Fatalf("the agent got %v", got)
+		}
 	}
 }
 

@@ -104,24 +104,46 @@ func exportedSize(l *Ledger, outdir string, head Head) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("export: reading the existing checkpoint: %w", err)
 	}
+	return l.PublishedSize(old, outdir, head)
+}
+
+// PublishedSize checks a checkpoint that an earlier export or publication
+// left at where (a folder, a bucket) against this log: it must verify
+// under one of the log's checkpoint keys, retired ones included, and its
+// root must be this log's root at its size, which head must reach. It
+// returns that size. An error names where and the rule broken: where
+// holds another log, or a history this one does not extend.
+func (l *Ledger) PublishedSize(old []byte, where string, head Head) (uint64, error) {
 	// An earlier export's checkpoint may be signed by a checkpoint key
 	// retired since; its root is checked against this log's below, which
 	// is the consistency a retired key's older checkpoints need.
 	c, _, err := l.keySet.OpenRetired(old)
 	if err != nil {
-		return 0, fmt.Errorf("export: %s holds a checkpoint that is not this log's (%v); export into an empty folder", outdir, err)
+		return 0, fmt.Errorf("export: %s holds a checkpoint that is not this log's (%v); export into an empty folder", where, err)
 	}
 	if c.Size > head.Size {
-		return 0, fmt.Errorf("export: %s holds a checkpoint of size %d, larger than this log's %d; refusing to roll it back", outdir, c.Size, head.Size)
+		return 0, &AheadError{Where: where, Size: c.Size, Head: head.Size}
 	}
 	root, err := l.RootAt(c.Size)
 	if err != nil {
 		return 0, fmt.Errorf("export: %w", err)
 	}
 	if root != c.Root {
-		return 0, fmt.Errorf("export: %s holds a checkpoint of size %d whose root %s is not this log's root %s at that size", outdir, c.Size, c.Root, root)
+		return 0, fmt.Errorf("export: %s holds a checkpoint of size %d whose root %s is not this log's root %s at that size", where, c.Size, c.Root, root)
 	}
 	return c.Size, nil
+}
+
+// AheadError is PublishedSize's refusal of a checkpoint larger than the
+// head: where holds a newer checkpoint (another server's, which this one
+// has not seen yet, or another log's).
+type AheadError struct {
+	Where      string
+	Size, Head uint64
+}
+
+func (e *AheadError) Error() string {
+	return fmt.Sprintf("export: %s holds a checkpoint of size %d, larger than this log's %d; refusing to roll it back", e.Where, e.Size, e.Head)
 }
 
 // writeIfChanged writes data to path atomically unless path already holds

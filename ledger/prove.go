@@ -44,7 +44,7 @@ func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify
 	default:
 		// From the workflow index, at most MaxBundleEntries of them.
 		wfID := e.Statement.WorkflowID()
-		wf, more, err := l.WorkflowRange(context.Background(), wfID, 0, MaxBundleEntries)
+		wf, more, err := l.WorkflowRange(context.Background(), wfID, 0, bundleCap)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +110,9 @@ func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify
 // bounds what one request can make the server hold.
 const MaxBundleEntries = 16384
 
+// bundleCap is MaxBundleEntries, smaller in tests.
+var bundleCap = MaxBundleEntries
+
 // ErrTooLarge is wrapped by BundleTooLargeError.
 var ErrTooLarge = errors.New("too large")
 
@@ -128,7 +131,7 @@ func (e *BundleTooLargeError) Error() string {
 		what = fmt.Sprintf("the bundle of workflow %q", e.Workflow)
 	}
 	return fmt.Sprintf("%s would hold more than %d workflow entries, the most one bundle holds: read the workflow in pages (GET /v1/workflows/{id}?after=N, each page's last index as the next N; `custody get` reads single entries) and check each entry with its inclusion proof (GET /v1/proof/inclusion?index=N), or ask for the bundle of an earlier entry of the workflow",
-		what, MaxBundleEntries)
+		what, bundleCap)
 }
 
 func (e *BundleTooLargeError) Unwrap() error { return ErrTooLarge }

@@ -2,8 +2,10 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -111,5 +113,36 @@ func TestWorkflowIndex(t *testing.T) {
 	check(l)
 	if _, _, err := l.WorkflowRange(context.Background(), "wf_none", 0, 10); err == nil {
 		t.Fatal("a workflow that does not exist has a range")
+	}
+}
+
+// TestBundleTooLarge: a bundle of more workflow entries than the cap is
+// refused with ErrTooLarge and a sentence that says how to read the
+// workflow in parts; a bundle of an earlier entry still fits.
+func TestBundleTooLarge(t *testing.T) {
+	defer func(n int) { bundleCap = n }(bundleCap)
+	bundleCap = 10
+	w := newWorld(t, Options{})
+	alice, a := newActor(t, "user:alice"), newActor(t, "agent:a")
+	w.enroll(alice)
+	c := w.confirm(alice, "c1", grant(a, "wf1", []string{"t/*"}, []string{"act"}, nil, nil, 900))
+	w.must(alice, c, authority.Accepted, "")
+	var rs []*Result
+	for i := 0; i < 12; i++ {
+		rs = append(rs, w.must(a, w.pending(a, fmt.Sprintf("r%d", i), "wf1", "c1", c.ScopeHash, "s", "act", "t/x", nil), authority.Accepted, ""))
+	}
+	_, err := w.l.Prove(rs[11].Index, true)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "GET /v1/workflows/{id}?after=N") {
+		t.Fatalf("a 13-entry workflow bundle with a cap of 10: %v", err)
+	}
+	if _, err := w.l.Prove(rs[11].Index, false); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("the bundle of the workflow's 13th entry with a cap of 10: %v", err)
+	}
+	b, err := w.l.Prove(rs[5].Index, false)
+	if err != nil {
+		t.Fatalf("the bundle of the workflow's 7th entry: %v", err)
+	}
+	if n := len(b.Entries); n < 7 {
+		t.Fatalf("the bundle of the 7th entry holds %d entries", n)
 	}
 }

@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -358,7 +359,7 @@ func readTileRange(r TileRangeReader, k, index uint64, from, to, need int) ([]by
 // transparency-dev/merkle/proof). Errors wrap [ErrProofFailed].
 func VerifyInclusion(index, size uint64, leafHash Hash, proof []Hash, root Hash) error {
 	if err := verifyInclusion(index, size, leafHash, proof, root); err != nil {
-		return fmt.Errorf("%w: inclusion of leaf %d in tree of size %d: %v", ErrProofFailed, index, size, err)
+		return fmt.Errorf("%w: inclusion of leaf %d in tree of size %d: %v", ErrProofFailed, index, size, readable(err))
 	}
 	return nil
 }
@@ -374,7 +375,7 @@ func verifyInclusion(index, size uint64, leafHash Hash, p []Hash, root Hash) err
 // [ErrProofFailed].
 func VerifyConsistency(size1, size2 uint64, proof []Hash, root1, root2 Hash) error {
 	if err := verifyConsistency(size1, size2, proof, root1, root2); err != nil {
-		return fmt.Errorf("%w: consistency of tree sizes %d and %d: %v", ErrProofFailed, size1, size2, err)
+		return fmt.Errorf("%w: consistency of tree sizes %d and %d: %v", ErrProofFailed, size1, size2, readable(err))
 	}
 	return nil
 }
@@ -393,4 +394,15 @@ func slicesOf(hs []Hash) [][]byte {
 		out[i] = hs[i][:]
 	}
 	return out
+}
+
+// readable rewrites a root mismatch from transparency-dev/merkle, which
+// prints the two roots as Go byte slices on several lines, as one line
+// with the roots in base64, as everything else custody prints hashes.
+func readable(err error) error {
+	var rm proof.RootMismatchError
+	if errors.As(err, &rm) && len(rm.CalculatedRoot) == HashSize && len(rm.ExpectedRoot) == HashSize {
+		return fmt.Errorf("the proof leads to root %s, not %s", Hash(rm.CalculatedRoot), Hash(rm.ExpectedRoot))
+	}
+	return err
 }

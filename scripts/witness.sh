@@ -10,8 +10,8 @@
 #
 # Versions are pinned here; the tests find the binaries in .cache/bin (or
 # $CUSTODY_WITNESS_BIN). litewitness also needs ssh-agent and ssh-add
-# (Debian: openssh-client), which this script installs with apt-get when
-# they are missing and it runs as root.
+# (Debian: openssh-client), and the tests sqlite3, which this script
+# installs with apt-get when they are missing and it runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,11 +30,16 @@ if [ $force = 0 ] && [ -x "$bin/omniwitness" ] && [ -x "$bin/litewitness" ] && [
   exit 0
 fi
 
-if ! command -v ssh-agent >/dev/null || ! command -v ssh-add >/dev/null; then
+# litewitness keeps its key in an ssh-agent; the tests write its database
+# with the sqlite3 command.
+need=()
+command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null || need+=(openssh-client)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get install -y -q openssh-client >&2
+    apt-get install -y -q "${need[@]}" >&2 || { apt-get update -q >&2 && apt-get install -y -q "${need[@]}" >&2; }
   else
-    echo "witness.sh: litewitness needs ssh-agent and ssh-add (install openssh-client)" >&2
+    echo "witness.sh: litewitness needs ${need[*]} (install them)" >&2
     exit 1
   fi
 fi

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -134,6 +136,58 @@ func TestHelpExamplesParse(t *testing.T) {
 		t.Errorf("only %d examples found", n)
 	}
 	t.Logf("%d examples", n)
+}
+
+// TestDeployCommandsParse: the commands deploy/custody.service and
+// deploy/Dockerfile run (and the ones their comments tell an operator to
+// run) parse with the real command tree, so that a renamed flag cannot
+// leave them behind.
+func TestDeployCommandsParse(t *testing.T) {
+	var lines []string
+	unit, err := os.ReadFile("../../deploy/custody.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(unit), "\n") {
+		if cmd, ok := strings.CutPrefix(l, "ExecStart=/usr/local/bin/"); ok {
+			lines = append(lines, cmd)
+		}
+		if _, cmd, ok := strings.Cut(l, "sudo -u custody "); ok {
+			lines = append(lines, cmd)
+		}
+	}
+	docker, err := os.ReadFile("../../deploy/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(docker), "\n") {
+		if rest, ok := strings.CutPrefix(l, "CMD "); ok {
+			var words []string
+			if err := json.Unmarshal([]byte(rest), &words); err != nil {
+				t.Fatalf("Dockerfile CMD: %v", err)
+			}
+			lines = append(lines, "custody "+strings.Join(words, " "))
+		}
+		if _, cmd, ok := strings.Cut(l, " custody init "); ok {
+			lines = append(lines, "custody init "+cmd)
+		}
+	}
+	if len(lines) != 4 {
+		t.Fatalf("found %d commands in deploy/, want 4: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		var stderr strings.Builder
+		app := newApp(strings.NewReader(""), &strings.Builder{}, &stderr)
+		reached := false
+		probeAll(app, func(c *cli.Command) error {
+			reached = true
+			_, err := resolveLocation(c)
+			return err
+		})
+		if code := runApp(context.Background(), app, shellWords(l)); code != 0 || !reached {
+			t.Errorf("deploy/: %q does not parse (exit %d): %s", l, code, stderr.String())
+		}
+	}
 }
 
 // probeAll replaces the action of every command of the tree that has one

@@ -20,6 +20,7 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -731,7 +732,7 @@ func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write the log as static C2SP tlog-tiles files",
-		UsageText: "custody export --dir D --tiles OUTDIR [--json]",
+		UsageText: "custody export --dir D --tiles OUTDIR|s3://BUCKET/PREFIX [--json]",
 		Description: `Writes the log, as of its latest checkpoint, into OUTDIR as a static C2SP
 tlog-tiles tree (checkpoint, tile/<L>/<N>[.p/<W>], tile/entries/<N>[.p/<W>])
 that any web server or CDN can serve to standard tlog clients. Files are
@@ -739,13 +740,22 @@ written atomically and the checkpoint last, so OUTDIR is always consistent.
 Run it again to publish new entries: only new tiles are written. It refuses
 an OUTDIR holding another log's checkpoint, or a newer one.
 
+With --tiles s3://BUCKET/PREFIX it publishes to an S3-compatible bucket
+instead, once, as custody serve --publish does continuously: each tile and
+entry bundle the bucket's checkpoint lacks is written with If-None-Match: *
+(never overwritten: an object with other bytes is an alarm, exit 1), then
+the checkpoint. Credentials, region and endpoint come from the AWS SDK's
+standard environment and files (AWS_ENDPOINT_URL_S3 for an S3-compatible
+store, addressed path-style). Run only where no server publishes the log.
+
 Example:
 
-   custody export --dir ./custody-data --tiles ./public/log`,
+   custody export --dir ./custody-data --tiles ./public/log
+   AWS_ENDPOINT_URL_S3=http://127.0.0.1:7070 custody export --dir ./custody-data --tiles s3://logs/prod`,
 		Flags: []cli.Flag{
 			dirFlag(),
 			locFlag(locStore, ""),
-			&cli.StringFlag{Name: "tiles", Usage: "the folder to write", Required: true, TakesFile: true},
+			&cli.StringFlag{Name: "tiles", Usage: "the folder to write, or an s3://BUCKET/PREFIX to publish to", Required: true, TakesFile: true},
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -758,6 +768,9 @@ Example:
 			}
 			defer l.Close()
 			out := c.String("tiles")
+			if publish.IsURL(out) {
+				return exportBucket(ctx, c, l, out)
+			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
@@ -782,6 +795,26 @@ Example:
 			return nil
 		},
 	}
+}
+
+// exportBucket publishes the log to an S3 bucket once.
+func exportBucket(ctx context.Context, c *cli.Command, l *ledger.Ledger, u string) error {
+	b, err := publish.Open(ctx, u)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	res, err := publish.New(l, b, publish.Options{}).Once(ctx)
+	if err != nil {
+		return err
+	}
+	h := l.Head()
+	if c.Bool("json") {
+		return writeJSON(c.Root().Writer, map[string]any{"tiles": u, "origin": l.Origin(), "size": res.Size, "from": res.From,
+			"root": h.Root.String(), "objects_written": res.Written, "objects_existing": res.Existing})
+	}
+	fmt.Fprintf(c.Root().Writer, "published %s at size %d to %s (from size %d; %d objects written, %d already there)\n",
+		l.Origin(), res.Size, u, res.From, res.Written, res.Existing)
+	return nil
 }
 
 // keyName returns the name bound to a key in the ledger.

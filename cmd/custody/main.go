@@ -200,7 +200,19 @@ Example:
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors are printed once, by run, with their exit code.
-		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		ExitErrHandler:        func(context.Context, *cli.Command, error) {},
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print a shell completion script: bash, zsh or fish"
+			c.Description = `Prints a script that completes custody's commands and flags in your shell.
+
+Example:
+
+   source <(custody completion bash)      # in ~/.bashrc
+   source <(custody completion zsh)       # in ~/.zshrc
+   custody completion fish > ~/.config/fish/completions/custody.fish`
+		},
 		Commands: []*cli.Command{
 			keyCommand(),
 			signCommand(),

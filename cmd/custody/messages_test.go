@@ -126,3 +126,25 @@ func TestServeHelpListsEveryEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletion: custody completion bash|zsh|fish print their scripts,
+// and the completions the scripts ask custody for name its commands and
+// a command's flags.
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash": "complete -o bashdefault -o default -F __custody_bash_autocomplete custody",
+		"zsh":  "compdef _custody custody",
+		"fish": "complete -c custody",
+	} {
+		if r := must(t, 0, "completion", shell); !strings.Contains(r.stdout, want) {
+			t.Errorf("completion %s lacks %q", shell, want)
+		}
+	}
+	// (The root's own list reads os.Args, so it is checked on a subcommand.)
+	if r := must(t, 0, "key", "--generate-shell-completion"); !strings.Contains(r.stdout, "generate:") || !strings.Contains(r.stdout, "rotate-log:") {
+		t.Errorf("command completions of key:\n%s", r.stdout)
+	}
+	if r := must(t, 0, "replay", "--wor", "--generate-shell-completion"); !strings.HasPrefix(r.stdout, "--workflow:") {
+		t.Errorf("flag completions of replay --wor:\n%s", r.stdout)
+	}
+}

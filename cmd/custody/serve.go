@@ -13,10 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/witness/cosign"
 )
@@ -28,7 +31,8 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "serve a ledger over HTTP",
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
-			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]",
+			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]\n" +
+			"              [--publish s3://BUCKET/PREFIX]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
    POST /v1/entries                  append one signed envelope; answered only once
@@ -80,6 +84,20 @@ within --witness-timeout the answer is 503 unwitnessed: the entry is
 logged, the runtime must not act, and the same submission sent again is
 answered once witnessed. Other statements are answered when durable.
 
+Publication (--publish s3://BUCKET/PREFIX): behind the sequencer, never on
+the append path, the server that sequences the log copies each new tile,
+entry bundle and then the checkpoint to an S3-compatible bucket, as the
+tlog-tiles paths under PREFIX (PREFIX/checkpoint, PREFIX/tile/...), so that
+readers and a CDN never touch the log's servers. Tiles are written once
+(If-None-Match: *); an object already there with other bytes is an alarm,
+logged at ERROR and never overwritten. It resumes from the bucket's
+checkpoint after a restart or a change of leader. Credentials, region and
+endpoint come the AWS SDK's standard way: AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE and ~/.aws; for an
+S3-compatible store, AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), addressed
+path-style. /metrics shows custody_publish_lag_entries and
+custody_publish_lag_seconds. docs/DEPLOY.md sets up a CDN in front.
+
 On SIGINT or SIGTERM it stops accepting connections, answers every append in
 flight, then closes the ledger. Clients (custody --ledger URL, package
 client) check every answer against the log's verifier key.
@@ -111,6 +129,8 @@ Example:
 				Sources: cli.EnvVars("CUSTODY_WITNESS_FINALITY")},
 			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-finality: how long a pending RECEIPT waits for the quorum before 503",
 				Sources: cli.EnvVars("CUSTODY_WITNESS_TIMEOUT")},
+			&cli.StringFlag{Name: "publish", Usage: "publish the log's tiles to this `s3://BUCKET/PREFIX` (leader only, behind the sequencer)",
+				Sources: cli.EnvVars("CUSTODY_PUBLISH")},
 			&cli.DurationFlag{Name: "witness-interval", Value: time.Second, Usage: "the least time between two checkpoints sent to one witness (0: none)",
 				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},
@@ -158,6 +178,16 @@ Example:
 			if err := witnessOptions(c, &opts); err != nil {
 				return err
 			}
+			var bucket *publish.Bucket
+			if u := c.String("publish"); u != "" {
+				if !publish.IsURL(u) {
+					return usage(c, "--publish %q: want s3://BUCKET/PREFIX", u)
+				}
+				var err error
+				if bucket, err = publish.Open(ctx, u); err != nil {
+					return fmt.Errorf("--publish: %w", err)
+				}
+			}
 			ln, err := net.Listen("tcp", c.String("addr"))
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
@@ -190,9 +220,32 @@ Example:
 				// witnesses.
 				opts.Leading = l.LeadingChanges(ctx)
 			}
+			var published chan struct{}
+			stopPublishing := func() {}
+			if bucket != nil {
+				pub := publish.New(l, bucket, publish.Options{Logger: log})
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				if err := pub.Register(reg); err != nil {
+					l.Close()
+					ln.Close()
+					return err
+				}
+				opts.Registry = reg
+				pctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				stopPublishing = cancel
+				published = make(chan struct{})
+				go func() { defer close(published); pub.Run(pctx) }()
+				log.Info("publishing tiles", "bucket", bucket.String())
+			}
 			srv := server.New(l, opts)
 			err = srv.Serve(ctx, ln, server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 				ShutdownTimeout: c.Duration("shutdown-timeout")})
+			if published != nil {
+				stopPublishing()
+				<-published
+			}
 			if cerr := l.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("closing the ledger: %w", cerr)
 			}

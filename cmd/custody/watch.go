@@ -37,10 +37,13 @@ and exits 4, leaving --state as it was (the evidence). Otherwise it replaces
 --state atomically with the new checkpoint and exits 0. The first run keeps
 the checkpoint it sees, after recomputing its root from the tiles.
 
-With --policy FILE (a witness policy) the served checkpoint must also
-carry its quorum's cosignatures, and watch names the witnesses that
-cosigned: a checkpoint that does not is reported NOT WITNESSED and not
-kept (exit 4 when looking once; looked at again at the next interval).
+With --policy FILE (a witness policy) the checkpoint must also carry its
+quorum's cosignatures, and watch names the witnesses that cosigned. When
+the newest checkpoint has not gathered them yet, watch checks the newest
+witnessed one a custody server serves (URL/v1/checkpoint/witnessed)
+instead; a checkpoint that does not meet the policy is reported NOT
+WITNESSED and not kept (exit 4 when looking once; looked at again at the
+next interval).
 
 With --interval it keeps watching: it looks again every interval, prints a
 line when the log changes, and exits 4 at the first alert; a failed fetch is
@@ -124,6 +127,22 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	res, err := audit.Watch(ctx, f, vkey, old)
 	if err != nil {
 		return nil, err
+	}
+	if policy != nil && !res.Alert && !policy.Evaluate(res.Checkpoint).Satisfied {
+		// The newest checkpoint may not have its cosignatures yet; a
+		// custody server also serves its newest witnessed one. Watch that
+		// one instead, with the same checks.
+		if wcp, err := f.Fetch(ctx, audit.WitnessedPath); err == nil && policy.Evaluate(wcp).Satisfied {
+			wf := audit.FetcherFunc(func(ctx context.Context, path string) ([]byte, error) {
+				if path == "checkpoint" {
+					return wcp, nil
+				}
+				return f.Fetch(ctx, path)
+			})
+			if wres, err := audit.Watch(ctx, wf, vkey, old); err == nil {
+				res = wres
+			}
+		}
 	}
 	var ev *witness.Evaluation
 	if policy != nil && !res.Alert {

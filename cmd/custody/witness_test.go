@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/internal/witnesstest"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/witness"
 )
 
@@ -125,6 +128,35 @@ func TestWitnessCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "NOT WITNESSED") || !strings.Contains(r.stdout, "missing ghost") {
 		t.Errorf("watch --policy strict: %s", r.stdout)
 	}
+	// With a witness down, the log grows without meeting the quorum: watch
+	// falls back to the newest witnessed checkpoint the server serves.
+	lite.Stop()
+	adminKey, err := sign.ReadPrivateKeyFile(filepath.Join(data, "keys", "admin.key"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(url, info.VerifierKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _ := sign.GenerateKey()
+	if _, err := client.NewRuntime(cl, adminKey, "admin", nil).Append(ctx, &statement.PrincipalDoc{PrincipalID: "principal_bob",
+		Op: statement.OpEnroll, Name: "user:bob", PublicKey: sign.EncodePublicKey(pub)}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Evaluate(get(t, url+"/checkpoint")).Satisfied {
+		t.Fatal("the checkpoint met the quorum with a witness down")
+	}
+	r = must(t, 0, "watch", "--ledger", url, "--log-key", vkeyFile, "--state", filepath.Join(dir, "watch2.state"), "--policy", policy, "--json")
+	var wr struct {
+		Size             uint64 `json:"size"`
+		ServedCheckpoint string `json:"served_checkpoint"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &wr); err != nil || !p.Evaluate([]byte(wr.ServedCheckpoint)).Satisfied {
+		t.Errorf("watch --policy did not fall back to the witnessed checkpoint: %v %s", err, r.stdout)
+	}
+	lite.Start()
+
 	r = must(t, 0, "audit", "--tiles", url, "--log-key", vkeyFile, "--policy", policy)
 	if !strings.Contains(r.stdout, "witnesses") || !strings.Contains(r.stdout, "cosigned by omni") {
 		t.Errorf("audit --policy: %s", r.stdout)
