@@ -303,7 +303,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.mu.Lock()
 			p.known = false // another leader may have published meanwhile
 			p.mu.Unlock()
-			log.Info("publishing the log's tiles", "from", "the bucket's checkpoint")
+			log.Info("this server sequences the log: publishing from the bucket's checkpoint on")
 		}
 		wasLeading = lead
 		if lead && p.Lag() > 0 && p.pending.Load() == 0 {
