@@ -84,6 +84,7 @@ type server struct {
 	URL   string
 	ttl   time.Duration
 	log   string
+	args  []string // more flags for custody serve
 	cmd   *exec.Cmd
 	done  chan struct{}
 }
@@ -98,10 +99,10 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func newServer(t *testing.T, store string, ttl time.Duration) *server {
+func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
 	addr := freeAddr(t)
 	s := &server{t: t, store: store, addr: addr, URL: "http://" + addr, ttl: ttl,
-		log: filepath.Join(t.TempDir(), "serve.log")}
+		log: filepath.Join(t.TempDir(), "serve.log"), args: args}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
@@ -113,7 +114,7 @@ func (s *server) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.cmd = exec.Command(binary, "serve", "--store", s.store, "--addr", s.addr, "--lease-ttl", s.ttl.String())
+	s.cmd = exec.Command(binary, append([]string{"serve", "--store", s.store, "--addr", s.addr, "--lease-ttl", s.ttl.String()}, s.args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = f, f
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

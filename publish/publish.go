@@ -48,6 +48,7 @@ type Publisher struct {
 	pending   atomic.Int64  // unix nanoseconds of the oldest commit seen unpublished (0: none)
 
 	objects *prometheus.CounterVec
+	passes  prometheus.Counter
 	errs    prometheus.Counter
 	alarms  prometheus.Counter
 	delay   prometheus.Histogram
@@ -67,6 +68,8 @@ func New(l *ledger.Ledger, b *Bucket, opts Options) *Publisher {
 	return &Publisher{l: l, b: b, opts: opts,
 		objects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "custody_publish_objects_total",
 			Help: "Objects written to the publication bucket, by kind (tile, entries, checkpoint)."}, []string{"kind"}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_publish_passes_total",
+			Help: "Publication passes begun by this server (only while it sequences the log)."}),
 		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_publish_errors_total",
 			Help: "Publication passes that failed (retried)."}),
 		alarms: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_publish_alarms_total",
@@ -82,7 +85,7 @@ func New(l *ledger.Ledger, b *Bucket, opts Options) *Publisher {
 // custody_publish_lag_seconds (how far the bucket is behind the log), and
 // the counters and histogram above.
 func (p *Publisher) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{p.objects, p.errs, p.alarms, p.delay,
+	for _, c := range []prometheus.Collector{p.objects, p.passes, p.errs, p.alarms, p.delay,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_publish_size", Help: "Tree size of the checkpoint in the publication bucket, as last written or read."},
 			func() float64 { return float64(p.published.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_publish_lag_entries", Help: "Committed entries not yet under the bucket's checkpoint."},
@@ -300,7 +303,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.mu.Lock()
 			p.known = false // another leader may have published meanwhile
 			p.mu.Unlock()
-			log.Info("publishing the log's tiles", "from", "the bucket's checkpoint")
+			log.Info("this server sequences the log: publishing from the bucket's checkpoint on")
 		}
 		wasLeading = lead
 		if lead && p.Lag() > 0 && p.pending.Load() == 0 {
@@ -318,6 +321,7 @@ func (p *Publisher) Run(ctx context.Context) {
 					cancel()
 				}()
 			}
+			p.passes.Inc()
 			res, err := p.Once(pctx)
 			cancel()
 			switch {

@@ -135,6 +135,9 @@ Example:
 					if errors.Is(err, ledger.ErrLocked) {
 						return fmt.Errorf("audit: %w; if a server (custody serve) holds it, audit what it serves: custody audit --ledger http://HOST:PORT, or --tiles http://HOST:PORT --log-key VKEY", err)
 					}
+					if errors.Is(err, ledger.ErrDamaged) || errors.Is(err, ledger.ErrRolledBack) {
+						return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", err)}
+					}
 					return err
 				}
 				defer l.Close()

@@ -53,8 +53,9 @@ var wantLocations = map[string][]locKind{
 
 // notLocations are flags named like a location that are something else:
 // export's --tiles is where it writes, not a log to read; bench
-// witness --dir is where its temporary folder goes.
-var notLocations = map[string]bool{"export --tiles": true, "bench witness --dir": true}
+// witness --dir is where its temporary folder goes; verify --tiles is a
+// published log the proof is checked against, beside the proof it reads.
+var notLocations = map[string]bool{"export --tiles": true, "bench witness --dir": true, "verify --tiles": true}
 
 var locEnvNames = []string{"CUSTODY_LEDGER", "CUSTODY_STORE", "CUSTODY_DIR"}
 

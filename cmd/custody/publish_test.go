@@ -45,6 +45,22 @@ func TestExportS3Audit(t *testing.T) {
 		t.Fatalf("audit of the bucket: %s", r.stdout)
 	}
 
+	// A tlog-proof of an entry, checked against the published log: the
+	// bucket's checkpoint extends the proof's. Another log's bucket does
+	// not verify: invalid, exit 4.
+	proof := filepath.Join(t.TempDir(), "e5.tlog-proof")
+	must(t, 0, "prove", "--dir", dir, "--index", "5", "--format", "tlog-proof", "--out", proof)
+	r = must(t, 0, "verify", proof, "--log-key", vkey, "--tiles", base)
+	if !strings.Contains(r.stdout, "published") {
+		t.Fatalf("verify --tiles: %s", r.stdout)
+	}
+	other := demoLedger(t)
+	must(t, 0, "export", "--dir", other, "--tiles", "s3://logs/other")
+	r = must(t, 4, "verify", proof, "--log-key", vkey, "--tiles", g.URL+"/logs/other", "--json")
+	if !strings.Contains(r.stdout, `"published"`) {
+		t.Fatalf("verify --tiles of another log's bucket: %s", r.stdout)
+	}
+
 	// Someone with write access to the bucket changes one byte of one
 	// leaf of the entry bundle.
 	key := "demo/log/tile/entries/000.p/12"

@@ -26,6 +26,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/audit"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/merkle"
@@ -109,6 +110,10 @@ func newCommand(name, prog string) *cli.Command {
 		return &cli.StringFlag{Name: "policy", Local: true, TakesFile: true,
 			Usage: "a witness policy `FILE` (Tessera's grammar): require its quorum's cosignatures on the checkpoint"}
 	}
+	tilesFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "tiles", Local: true, TakesFile: true,
+			Usage: "the published log (an http(s) `URL` of a bucket or CDN, or an export folder): require its checkpoint to extend the proof's"}
+	}
 	onUsage := func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
 		return usagef("%v (see %s --help)", err, prog)
 	}
@@ -141,7 +146,7 @@ Example:
 		Name:      name,
 		Usage:     "verify a bundle or tlog-proof offline, with only the log's public key",
 		ArgsUsage: "BUNDLE",
-		UsageText: prog + " BUNDLE --log-key VKEY [--policy FILE] [--json]\n" + prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
+		UsageText: prog + " BUNDLE --log-key VKEY [--policy FILE] [--tiles URL|DIR] [--json]\n" + prog + " consistency OLD NEW --proof FILE --log-key VKEY [--json]",
 		Description: strings.TrimSpace(`
 BUNDLE is a bundle file made by custody prove (custody-bundle/v1), or a
 C2SP tlog-proof file (detected by its first line, ` + tlogProofHeader + `);
@@ -161,28 +166,60 @@ quorum; the verdict names each witness that cosigned and when. A
 checkpoint published before its witnesses answered is rejected, and the
 verdict says so.
 
+With --tiles URL (a published log: a bucket or CDN serving C2SP
+tlog-tiles, custody serve --publish, or a folder from custody export), the
+published checkpoint must verify under the same key and extend the one the
+proof was made under: the verifier computes the consistency proof itself
+from the published tiles with plain GETs. A published log that has
+forked from, or rolled back past, the proof's checkpoint makes the verdict
+invalid (check "published").
+
 Example:
 
   ` + prog + ` receipt.bundle.json --log-key log.vkey
   ` + prog + ` receipt.bundle.json --log-key 'example.com/custody+1a2b3c4d+AU...'
   ` + prog + ` receipt.tlog-proof --log-key log.vkey
+  ` + prog + ` receipt.tlog-proof --log-key log.vkey --tiles https://cdn.example/log
   ` + prog + ` receipt.bundle.json --log-key log.vkey --policy witnesses.policy
   ` + prog + ` workflow.bundle.json --log-key log.vkey --json | jq .valid
   ` + prog + ` consistency checkpoint.old checkpoint.new --proof consistency.proof --log-key log.vkey
 
 Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.`),
-		Flags:                  []cli.Flag{keyFlag(), policyFlag(), jsonFlag()},
+		Flags:                  []cli.Flag{keyFlag(), policyFlag(), tilesFlag(), jsonFlag()},
 		Commands:               []*cli.Command{consistency},
 		OnUsageError:           onUsage,
 		HideHelpCommand:        true,
 		UseShortOptionHandling: false,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return runVerify(cmd, prog)
+			return runVerify(ctx, cmd, prog)
 		},
 	}
 }
 
-func runVerify(cmd *cli.Command, prog string) error {
+// checkPublished adds the check "published": the log published at loc
+// (C2SP tlog-tiles over HTTP, or a folder) serves a checkpoint that
+// extends cp, proved from its tiles.
+func checkPublished(ctx context.Context, v *verify.Verdict, loc, vkey string, cp []byte) error {
+	var f audit.Fetcher = audit.Dir(loc)
+	if strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://") {
+		f = &audit.HTTP{Base: strings.TrimRight(loc, "/"), UserAgent: "custody-verify"}
+	}
+	r, err := audit.Watch(ctx, f, vkey, cp)
+	if err != nil {
+		return fmt.Errorf("--tiles %s: %w", textsafe.Text(loc), err)
+	}
+	c := verify.Check{Name: "published", OK: !r.Alert}
+	if r.Alert {
+		c.Detail = fmt.Sprintf("the log published at %s does not extend the proof's checkpoint (%s): %s", textsafe.Text(loc), r.Outcome, r.Detail)
+		v.Valid = false
+	} else {
+		c.Detail = fmt.Sprintf("the log published at %s (size %d) extends the proof's checkpoint (size %d)", textsafe.Text(loc), r.Size, r.OldSize)
+	}
+	v.Checks = append(v.Checks, c)
+	return nil
+}
+
+func runVerify(ctx context.Context, cmd *cli.Command, prog string) error {
 	args := cmd.Args().Slice()
 	if len(args) != 1 {
 		return usagef("want one BUNDLE argument, got %d (see %s --help)", len(args), prog)
@@ -218,6 +255,11 @@ func runVerify(cmd *cli.Command, prog string) error {
 	}
 	if policy != nil && v.Valid {
 		verify.CheckWitnesses(v, checkpoint, policy)
+	}
+	if loc := flagString(cmd, "tiles"); loc != "" && v.Valid {
+		if err := checkPublished(ctx, v, loc, vkey, checkpoint); err != nil {
+			return emitUnusable(cmd, err)
+		}
 	}
 	return emit(cmd, v)
 }

@@ -218,6 +218,15 @@ func TestForkRefused(t *testing.T) {
 	cpA := a.grow(t, "a", 5)
 	ca.Publish(cpA)
 	wait(t, ca, cpA.Size)
+	// The quorum is "any": wait until both witnesses hold cpA, or the one
+	// that had not answered yet would take cpB as its first checkpoint.
+	deadline := time.Now().Add(20 * time.Second)
+	for outcomes(ca, "omni", "cosigned") == 0 || outcomes(ca, "lite", "cosigned") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("both witnesses did not cosign size %d:\n%s", cpA.Size, ca.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	ca.stop()
 
 	// The same size, another root.
@@ -242,7 +251,7 @@ func TestForkRefused(t *testing.T) {
 	}
 	cb := start(t, policy, b)
 	cb.Publish(cpB)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for outcomes(cb, "omni", "fork") == 0 || outcomes(cb, "lite", "fork") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no fork reported:\n%s", cb.logs)

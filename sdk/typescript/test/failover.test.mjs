@@ -48,8 +48,8 @@ test("a dead server in the list is passed over for appends, reads and events", a
   }
 });
 
-function serveStore(store, admin) {
-  const proc = spawn(custodyBin(), ["serve", "--store", store, "--addr", "127.0.0.1:0", "--lease-ttl", "2s"], { stdio: ["ignore", "ignore", "pipe"] });
+function serveStore(store, env) {
+  const proc = spawn(custodyBin(), ["serve", "--store", store, "--addr", "127.0.0.1:0", "--lease-ttl", "2s"], { stdio: ["ignore", "ignore", "pipe"], env });
   let log = "";
   const port = new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`serve did not start: ${log}`)), 20000);
@@ -70,14 +70,17 @@ test("a log in PostgreSQL: appends follow the sequencer and survive its death", 
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), "custody-ts-pg-"));
+  // A server of a log in a database keeps the last checkpoint it signed
+  // under the user's configuration folder: keep this test's there.
+  const env = { ...process.env, XDG_CONFIG_HOME: join(dir, "config") };
   const adminFile = join(dir, "admin.key");
-  spawnSync(custodyBin(), ["key", "generate", "--out", adminFile], { encoding: "utf8" });
-  const init = spawnSync(custodyBin(), ["init", "--store", store, "--origin", "example.com/ts-pg", "--admin-key", adminFile, "--json"], { encoding: "utf8" });
+  spawnSync(custodyBin(), ["key", "generate", "--out", adminFile], { encoding: "utf8", env });
+  const init = spawnSync(custodyBin(), ["init", "--store", store, "--origin", "example.com/ts-pg", "--admin-key", adminFile, "--json"], { encoding: "utf8", env });
   assert.equal(init.status, 0, init.stderr);
   const info = JSON.parse(init.stdout);
-  const a = serveStore(store);
+  const a = serveStore(store, env);
   const pa = await a.port;
-  const b = serveStore(store);
+  const b = serveStore(store, env);
   const pb = await b.port;
   try {
     const leaderFirst = /role=leader/.test(a.log()) ? [a, pa, b, pb] : [b, pb, a, pa];

@@ -83,7 +83,13 @@ export class Ledger {
     const p = this.proc;
     this.proc = null;
     await new Promise((r) => {
-      p.on("exit", r);
+      // A server answers what is in flight, then exits; one that has not
+      // after 20 s (a stream held open) is killed, so no test can hang here.
+      const t = setTimeout(() => p.kill("SIGKILL"), 20000);
+      p.on("exit", () => {
+        clearTimeout(t);
+        r();
+      });
       p.kill("SIGTERM");
     });
   }
