@@ -63,6 +63,43 @@ func buildCustody(t *testing.T) string {
 	return bin
 }
 
+// startOnFreePort starts the command cmdFor makes for a free loopback
+// port and waits until the port answers. Another process on the machine
+// may take the port between the choice and the bind: then the command
+// exits, and it is tried again on another port.
+func startOnFreePort(t *testing.T, what string, cmdFor func(port string) *exec.Cmd) string {
+	t.Helper()
+	for try := 0; try < 5; try++ {
+		port := freePort(t)
+		cmd := cmdFor(port)
+		cmd.Stderr = &testWriter{t: t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		for i := 0; i < 600; i++ {
+			c, err := net.Dial("tcp", "127.0.0.1:"+port)
+			if err == nil {
+				c.Close()
+				select {
+				case <-exited: // the port is someone else's
+				default:
+					return port
+				}
+			}
+			select {
+			case <-exited:
+				i = 600 // it could not bind: another port
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	t.Fatalf("%s did not start", what)
+	return ""
+}
+
 func freePort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -242,25 +279,11 @@ func TestEndToEndNPM(t *testing.T) {
 	}
 
 	// server-everything over streamable HTTP.
-	port := freePort(t)
-	every := exec.Command("node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
-	every.Env = append(os.Environ(), "PORT="+port)
-	every.Stderr = &testWriter{t: t}
-	if err := every.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { every.Process.Kill(); every.Wait() })
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i == 300 {
-			t.Fatal("server-everything did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	port := startOnFreePort(t, "server-everything", func(port string) *exec.Cmd {
+		every := exec.Command("node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+		every.Env = append(os.Environ(), "PORT="+port)
+		return every
+	})
 
 	a := startAgent(t, dir, []string{bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
 		"--grant", grant, "--config", cfgFile, "--stream-timeout", "2s",
@@ -414,26 +437,11 @@ func TestEndToEndNPM(t *testing.T) {
 
 	// The same gate serving streamable HTTP on loopback, to a TypeScript
 	// agent connecting by URL.
-	gport := freePort(t)
-	hg := exec.Command(bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
-		"--grant", grant, "--config", cfgFile, "--http", "127.0.0.1:"+gport,
-		"--", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root)
-	hg.Stderr = &testWriter{t: t}
-	if err := hg.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hg.Process.Kill(); hg.Wait() })
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+gport)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i == 300 {
-			t.Fatal("the gate did not serve HTTP")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gport := startOnFreePort(t, "custody gate --http", func(port string) *exec.Cmd {
+		return exec.Command(bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
+			"--grant", grant, "--config", cfgFile, "--http", "127.0.0.1:"+port,
+			"--", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root)
+	})
 	ha := startAgentArgs(t, dir, []string{"--url", "http://127.0.0.1:" + gport + "/"})
 	if isErr, text := ha.call("read_text_file", map[string]any{"path": a1}); isErr || !strings.Contains(text, "hello") {
 		t.Fatalf("a call over the gate's HTTP transport: %s", text)

@@ -426,7 +426,10 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 			de.Files = append(de.Files, d.Diagnose()...)
 		}
 	}
-	if opts.ReadOnly && de != nil {
+	if opts.ReadOnly && de != nil && l.head.Load() != nil {
+		// Damage found after the head was read: the ledger opens for
+		// inspection, with the damage reported. Damage that kept the
+		// head from being read leaves nothing to inspect: an error.
 		l.damage, err = err, nil
 	}
 	if err != nil {
