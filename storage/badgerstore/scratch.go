@@ -110,7 +110,15 @@ func (s *scratch) cut(from, to string, dataEnd int64) error {
 	if err != nil {
 		return err
 	}
-	data := make([]byte, max(dataEnd, 0))
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	// dataEnd is past the file's last non-zero byte, which may fall inside
+	// its last entry (a checksum or a value ending in zero bytes): read on
+	// as far as one more entry could reach, so that the scan sees it whole.
+	data := make([]byte, min(st.Size(), max(dataEnd, 0)+maxLogEntry))
 	_, err = io.ReadFull(f, data)
 	f.Close()
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {

@@ -27,8 +27,11 @@ const (
 	maxLogKey     = 2048
 	maxLogValue   = 16 << 20
 	logHeaderSize = 20
-	bitTxn        = 1 << 6
-	bitFinTxn     = 1 << 7
+	// maxLogEntry bounds one entry's bytes: its header (three uvarints and
+	// two bytes), key, value and checksum.
+	maxLogEntry = 2 + 3*binary.MaxVarintLen64 + maxLogKey + maxLogValue + 4
+	bitTxn      = 1 << 6
+	bitFinTxn   = 1 << 7
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
