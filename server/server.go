@@ -23,6 +23,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,6 +311,12 @@ func writeText(w http.ResponseWriter, s string) {
 func (s *Server) readError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ledger.ErrNotFound) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, err.Error())
+		return
+	}
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The client went away (or the server is stopping) before the
+		// read ended: not the server's failure, and nobody reads the answer.
+		s.unavailable(w, api.CodeUnavailable, "the request ended before the read: "+err.Error())
 		return
 	}
 	s.log.Error("read failed", "path", r.URL.Path, "err", err)
