@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/merkle"
 )
 
@@ -196,14 +197,4 @@ func writeAtomic(path string, data []byte) error {
 
 // syncDir fsyncs a directory so that the entries renamed into it survive a
 // crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("cannot sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return durable.SyncDir(dir) }

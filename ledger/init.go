@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
@@ -204,28 +204,5 @@ func (l *Ledger) genesis(o InitOptions) error {
 // writeFileSync writes a new file and fsyncs it and its directory, so the
 // file exists after a crash once this returns.
 func writeFileSync(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
+	return durable.Create(path, data, mode)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/custodylog/custody/internal/durable"
 )
 
 // PassphraseEnv is the environment variable Passphrase and NewPassphrase read
@@ -184,14 +186,4 @@ func writeFileDurable(path string, data []byte, perm os.FileMode, overwrite bool
 	return syncDir(dir)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return durable.SyncDir(dir) }
