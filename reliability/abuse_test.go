@@ -189,6 +189,7 @@ func (e *abuseEnv) measureHonest(d time.Duration) honestRun {
 // and the peak of its Go heap in use (from /metrics, every 500 ms).
 type rssSampler struct {
 	peak     atomic.Int64
+	anonPeak atomic.Int64 // RssAnon: RSS less the mapped files (Badger's tables and value log)
 	heapPeak atomic.Int64 // bytes
 	stop     chan struct{}
 	done     chan struct{}
@@ -204,6 +205,9 @@ func (e *abuseEnv) sampleRSS() *rssSampler {
 		for n := 0; ; n++ {
 			if v := procStatusKB(pid, "VmRSS"); v > s.peak.Load() {
 				s.peak.Store(v)
+			}
+			if v := procStatusKB(pid, "RssAnon"); v > s.anonPeak.Load() {
+				s.anonPeak.Store(v)
 			}
 			if n%5 == 0 {
 				if v, err := metricValue(e.sp.url, "go_memstats_heap_inuse_bytes"); err == nil && int64(v) > s.heapPeak.Load() {
@@ -326,8 +330,8 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 	if heapPeak > heapBound {
 		t.Errorf("%s: the server's Go heap in use reached %d MiB (bound %d MiB)", name, heapPeak>>20, heapBound>>20)
 	}
-	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB, heap in use peak %d MiB",
-		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak, heapPeak>>20)
+	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB (anonymous peak %d kB), heap in use peak %d MiB",
+		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak, sampler.anonPeak.Load(), heapPeak>>20)
 	t.Log(fig)
 	e.figures = append(e.figures, fig)
 	return run

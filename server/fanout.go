@@ -57,7 +57,10 @@ type hub struct {
 	maxBytes int // Options.StreamBuffer
 	lag      int // Options.StreamLag
 
+	wg sync.WaitGroup // the topics' goroutines
+
 	mu     sync.Mutex
+	closed bool              // guarded by mu: the server is stopping
 	topics map[string]*topic // guarded by mu
 	held   []heldEvent       // guarded by mu: every event held, oldest first
 	bytes  int               // guarded by mu: their size
@@ -103,7 +106,11 @@ func (h *hub) join(wf string, sub *subscriber) *topic {
 		h.topics = map[string]*topic{}
 	}
 	t := h.topics[wf]
-	if t == nil {
+	if t == nil && h.closed {
+		// The server is stopping: a topic that follows nothing, whose
+		// streams end with the server.
+		t = &topic{wf: wf, wake: make(chan struct{}), subs: map[*subscriber]struct{}{}, stop: func() {}}
+	} else if t == nil {
 		// Subscribe before reading the head: a commit after the head was
 		// read is then in the ring, one before it in the store.
 		commits, unwatch := h.s.l.WatchWorkflow(wf)
@@ -115,7 +122,11 @@ func (h *hub) join(wf string, sub *subscriber) *topic {
 		t = &topic{wf: wf, base: last, last: last, wake: make(chan struct{}), subs: map[*subscriber]struct{}{},
 			stop: func() { cancel(); unwatch() }}
 		h.topics[wf] = t
-		go h.follow(ctx, t, commits, last)
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.follow(ctx, t, commits, last)
+		}()
 	}
 	t.mu.Lock()
 	t.subs[sub] = struct{}{}
@@ -145,6 +156,19 @@ func (h *hub) leave(t *topic, sub *subscriber) {
 	}
 	t.stop()
 	// Its entries in h.held are skipped when they come up.
+}
+
+// close stops every topic and waits for their goroutines, so that none
+// reads the store after the server has stopped (the ledger is closed
+// next). Streams still open see no more events and end with the server.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for _, t := range h.topics {
+		t.stop()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
 }
 
 // follow is a topic's goroutine: it turns the workflow's commits into

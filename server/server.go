@@ -257,8 +257,8 @@ func (s *Server) routes(reg *prometheus.Registry) {
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Drain makes new appends answer 503 and waits until those in flight are
-// answered. Serve calls it on shutdown; it is exported for servers a
+// Drain makes new appends answer 503, waits until those in flight are
+// answered, and stops the event streams' readers of the store. Serve calls it on shutdown; it is exported for servers a
 // caller runs itself.
 func (s *Server) Drain() {
 	s.mu.Lock()
@@ -268,6 +268,7 @@ func (s *Server) Drain() {
 	}
 	s.mu.Unlock()
 	s.appends.Wait()
+	s.hub.close()
 }
 
 // ready answers 200 while the server takes appends.
