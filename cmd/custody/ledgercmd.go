@@ -27,8 +27,8 @@ import (
 
 func initCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "init",
-		Usage:     "create a ledger in a data folder",
+		Name:  "init",
+		Usage: "create a ledger in a data folder",
 		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]\n" +
 			"   custody init --store postgres://... [--log NAME] --origin ORIGIN [...]",
 		Description: `Creates a ledger: its Badger database, and GENESIS as entry 0, signed by the
