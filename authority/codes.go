@@ -13,6 +13,10 @@ const (
 	BadSignature Code = "bad_signature"
 	// RateLimited: the signer has had too many denials; this one is not logged.
 	RateLimited Code = "rate_limited"
+	// Withdrawn: a statement of a batch whose seq is too high only because
+	// earlier statements of its key in the same batch were not accepted.
+	// It was not decided; signed again with the seq named, it will be.
+	Withdrawn Code = "withdrawn"
 )
 
 // Denials, in the order of the checks that produce them.

@@ -98,7 +98,7 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 }
 
 // answerError is the error of an answer that is not a decision: a
-// refusal (400, 413, 429) or an *HTTPError.
+// refusal (400, 413, 429, and 409 withdrawn in a batch) or an *HTTPError.
 func answerError(status int, retryAfter string, body io.Reader) error {
 	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(body)}
 	if retryAfter != "" {
@@ -108,6 +108,10 @@ func answerError(status int, retryAfter string, body io.Reader) error {
 	switch status {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
 		return &RefusedError{Status: he.Status, ReasonCode: he.ReasonCode, Reason: he.Reason}
+	case http.StatusConflict:
+		if he.ReasonCode == api.CodeWithdrawn { // only in a batch answer
+			return &RefusedError{Status: he.Status, ReasonCode: he.ReasonCode, Reason: he.Reason}
+		}
 	}
 	return he
 }

@@ -91,8 +91,8 @@ type aloneKey struct{}
 // Alone returns a context under which Runtime.Append sends its statement
 // in a round of its own, never in a batch. Use it for a statement the
 // ledger may well deny (out of scope, over budget, under a STOP): a denial
-// inside a batch costs the statements after it a seq_mismatch DENIAL and
-// a resend.
+// inside a batch costs the statements after it a resend (the ledger
+// withdraws them undecided, and they are signed again with the right seq).
 func Alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
 
 func alone(ctx context.Context) bool { v, _ := ctx.Value(aloneKey{}).(bool); return v }
@@ -101,9 +101,9 @@ func alone(ctx context.Context) bool { v, _ := ctx.Value(aloneKey{}).(bool); ret
 const MaxBatch = 128
 
 // serialRounds is how many rounds a Runtime sends one statement at a time
-// after a statement of a batch was not accepted (besides the rounds that
-// resend the statements after it, which carried seqs one too high and were
-// denied seq_mismatch): one at a time, no denial can cost another
+// after a server that does not withdraw (an older one) denied the
+// statements after a denied one in a batch seq_mismatch (besides the
+// rounds that resend them): one at a time, no denial can cost another
 // statement its seq.
 const serialRounds = 8
 
@@ -133,10 +133,11 @@ func (r *Runtime) PublicKey() ed25519.PublicKey { return r.pub }
 // consume no seq; after a seq_mismatch or an answer that never came, the
 // next seq is fetched from the ledger again.
 //
-// Concurrent Appends are batched (see Runtime). A statement denied
-// seq_mismatch only because one before it in its batch was not accepted
-// is signed again with the right seq and sent again, so the caller sees
-// its own decision; that first DENIAL stays in the log.
+// Concurrent Appends are batched (see Runtime). A statement withdrawn by
+// the ledger because one before it in its batch was not accepted (its seq
+// was then one too high) is signed again with the right seq and sent
+// again, so the caller sees its own decision, and the log holds no
+// seq_mismatch DENIAL for it.
 func (r *Runtime) Append(ctx context.Context, st statement.Statement) (*Receipt, error) {
 	req := &appendReq{ctx: ctx, st: st, done: make(chan struct{})}
 	r.mu.Lock()
@@ -299,9 +300,12 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 	}
 
 	// Read the answers in order. After a statement that was not accepted,
-	// the later ones carried a seq too high: those denied seq_mismatch are
-	// sent again.
-	broken := false
+	// the later ones carried a seq too high: the ledger withdraws them
+	// without deciding them (withdrawn), and they are signed again and
+	// sent in the next round. A server that decides them anyway denies
+	// them seq_mismatch (that DENIAL stays in the log); those are sent
+	// again too, and the next rounds go one statement at a time.
+	broken, legacy := false, false
 	for i, q := range sent {
 		rec, err := recs[i], errs[i]
 		if rec != nil {
@@ -310,7 +314,14 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		var denied *DeniedError
 		var refused *RefusedError
 		mismatch := errors.As(err, &denied) && denied.Receipt.ReasonCode == string(authority.SeqMismatch)
+		withdrawn := errors.As(err, &refused) && refused.ReasonCode == string(authority.Withdrawn)
 		switch {
+		case withdrawn && broken:
+			// Not decided: only statements after one that was not
+			// accepted are withdrawn, so each round decides its first
+			// statement at least, and resending always ends.
+			requeue = append(requeue, q)
+			continue
 		case err == nil:
 			r.mu.Lock()
 			r.next = q.st.Head().Seq + 1
@@ -319,6 +330,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 			// Denied (or refused, rate-limited) for a seq one too high
 			// only because a statement before it was not accepted.
 			q.tries++
+			legacy = true
 			requeue = append(requeue, q)
 			continue
 		case mismatch:
@@ -336,7 +348,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		}
 		finish(q, rec, err)
 	}
-	if broken && len(sent) > 1 {
+	if legacy {
 		r.mu.Lock()
 		r.serial = len(requeue) + serialRounds
 		r.mu.Unlock()

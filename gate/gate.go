@@ -146,7 +146,8 @@ type Gate struct {
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
 	// (client.Alone), where its denial costs no other call's receipt a
-	// seq_mismatch.
+	// resend (the ledger withdraws the receipts after a denied one in a
+	// batch, and the runtime signs them again: no seq_mismatch DENIAL).
 	stops      map[string]*statement.StopDoc // guarded by mu: STOPs seen in force
 	stopDenied bool                          // guarded by mu: a pending was denied for a STOP not seen; until a RESUME
 	spent      map[string]int64              // guarded by mu: limit -> least reserve denied limit_exceeded

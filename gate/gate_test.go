@@ -119,13 +119,19 @@ type world struct {
 // connects an agent to the gate.
 func newWorld(t *testing.T, config string) *world {
 	t.Helper()
+	return newWorldLimits(t, config, map[string]int64{"writes": 2})
+}
+
+// newWorldLimits is newWorld with the grant's limits given.
+func newWorldLimits(t *testing.T, config string, limits map[string]int64) *world {
+	t.Helper()
 	ctx := context.Background()
 	w := &world{lg: servertest.Start(t, server.Options{}), notify: make(chan string, 16)}
 	w.owner = w.lg.Principal("user:alice")
 	pub, priv := servertest.Key(t)
 	w.agent, w.grant = priv, "confirm_gate"
 	if _, err := w.owner.Confirm(ctx, client.Grant{ID: w.grant, Workflow: "wf_gate", Grantee: "agent:gate", GranteeKey: pub,
-		Targets: []string{"fs/allowed/*"}, Capabilities: []string{"fs.write"}, Limits: map[string]int64{"writes": 2},
+		Targets: []string{"fs/allowed/*"}, Capabilities: []string{"fs.write"}, Limits: limits,
 		TTL: time.Hour, Revocable: true}); err != nil {
 		t.Fatal(err)
 	}

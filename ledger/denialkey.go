@@ -170,9 +170,8 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 	if opts.Clock != nil {
 		now = opts.Clock
 	}
-	st := &statement.PrincipalDoc{Header: statement.Header{Type: statement.Principal, Timestamp: statement.FormatTimestamp(now()),
-		Log: l.origin, Actor: rec.Name, Seq: seq}, PrincipalID: "log_key_" + newID[:16], Op: statement.OpLogKey,
-		Name: l.origin, PublicKey: sign.EncodePublicKey(pub)}
+	st := statement.LogKeyRotation(statement.Header{Timestamp: statement.FormatTimestamp(now()),
+		Log: l.origin, Actor: rec.Name, Seq: seq}, pub)
 	_, raw, err := statement.Sign(admin, st)
 	if err != nil {
 		return nil, err

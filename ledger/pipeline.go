@@ -50,6 +50,12 @@ type request struct {
 	hash     [32]byte
 	ready    chan struct{} // closed when the worker is done
 	done     chan answer   // buffered 1
+
+	// prev is the submission before this one in its Batch (nil outside
+	// one), fixed before the request is queued. took is set by the
+	// sequencer alone: this submission was accepted, its seq consumed.
+	prev *request
+	took bool
 }
 
 type answer struct {
@@ -95,6 +101,32 @@ type Pending struct {
 // can keep many of its own statements in flight (each seq after the last)
 // and still have them batched together.
 func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) {
+	return l.submit(ctx, envelope, nil)
+}
+
+// Batch ties together the submissions of one batch request (POST
+// /v1/entries/batch), made one after another by one goroutine with
+// SubmitBatched. Within a batch, a statement whose seq is too high only
+// because earlier statements of the same key in the batch were not
+// accepted (denied, refused, or withdrawn themselves) is withdrawn: it is
+// not decided and not logged, and its answer is the refusal
+// authority.Withdrawn naming the seq to sign it with again. Denied
+// statements consume no seq (DESIGN §4), so without this one denial would
+// cost every later statement of the key in the batch a seq_mismatch
+// DENIAL. Statements of other keys, and a seq that is wrong for any other
+// reason (lower than the next, or higher than the batch can explain), are
+// decided as usual. See docs/DECISIONS.md.
+type Batch struct {
+	last *request
+}
+
+// SubmitBatched is Submit for a submission of batch b; b's submissions
+// are sequenced in the order they were made.
+func (l *Ledger) SubmitBatched(ctx context.Context, b *Batch, envelope []byte) (*Pending, error) {
+	return l.submit(ctx, envelope, b)
+}
+
+func (l *Ledger) submit(ctx context.Context, envelope []byte, group *Batch) (*Pending, error) {
 	// The ledger keeps its own copy: the worker reads it later, and when it
 	// is already canonical these very bytes become the leaf's envelope, so
 	// a caller reusing its buffer (or giving up waiting) must not be able
@@ -106,6 +138,9 @@ func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) 
 		return nil, ErrReadOnly
 	}
 	req := &request{data: envelope, ready: make(chan struct{}), done: make(chan answer, 1)}
+	if group != nil {
+		req.prev = group.last
+	}
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
 	if l.closed.Load() {
@@ -117,6 +152,9 @@ func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) 
 		return nil, ctx.Err()
 	}
 	l.verifyQ <- req // workers drain it independently of the sequencer
+	if group != nil {
+		group.last = req
+	}
 	return &Pending{l: l, req: req}, nil
 }
 
@@ -406,6 +444,7 @@ func (l *Ledger) process(batch []*request) {
 		<-req.ready
 		a := &answers[i]
 		a.req, a.dupOf = req, -1
+		req.took = false
 		if req.refusal != nil {
 			a.err = req.refusal
 			continue
@@ -443,6 +482,12 @@ func (l *Ledger) process(batch []*request) {
 			l.fail(batch, answers, err)
 			return
 		}
+		if d.Verdict == authority.Denied && d.Code == authority.SeqMismatch && req.prev != nil {
+			if w := l.withdrawn(req, d.Statement); w != nil {
+				a.err = w
+				continue
+			}
+		}
 		var (
 			leafEnv []byte
 			link    authority.Link
@@ -452,6 +497,7 @@ func (l *Ledger) process(batch []*request) {
 			a.err = &authority.DecisionError{Verdict: d.Verdict, Code: d.Code, Reason: d.Reason}
 			continue
 		case authority.Accepted:
+			req.took = true
 			leafEnv = req.canon
 			link = l.engine.Link(next, at, d.Statement)
 			if wf := d.Statement.WorkflowID(); wf != "" {
@@ -826,6 +872,7 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
 	}
 	for i := range batch {
+		batch[i].took = false // nothing of it was committed
 		a := answers[i]
 		if a.req == nil { // not reached before the failure
 			a.req = batch[i]
@@ -884,4 +931,41 @@ func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
 		r.Verdict, r.Code, r.Reason = authority.Denied, authority.Code(den.ReasonCode), den.Reason
 	}
 	return r, nil
+}
+
+// withdrawn returns the refusal of a statement of a Batch denied
+// seq_mismatch only because earlier statements of its key in the batch
+// were not accepted: its seq is above the key's next one by at most the
+// number of those statements. Otherwise it returns nil and the DENIAL
+// stands (a seq below the next is a replay; one further above is not the
+// batch's doing).
+func (l *Ledger) withdrawn(req *request, st statement.Statement) *authority.DecisionError {
+	if st == nil {
+		return nil
+	}
+	key := req.env.KeyID
+	k := l.engine.Key(key)
+	if k == nil {
+		return nil
+	}
+	missed := uint64(0)
+	first := uint64(0) // the seq of the earliest one not accepted
+	for p := req.prev; p != nil; p = p.prev {
+		if p.env == nil || p.env.KeyID != key || p.took {
+			continue
+		}
+		missed++
+		if p.stmt != nil {
+			first = p.stmt.Head().Seq
+		}
+	}
+	seq, want := st.Head().Seq, k.LastSeq+1
+	if missed == 0 || seq <= want || seq-want > missed {
+		return nil
+	}
+	why := fmt.Sprintf("%d earlier statement(s) of key %s in this batch were not accepted", missed, key[:min(16, len(key))])
+	if first != 0 {
+		why = fmt.Sprintf("%s (from seq %d on)", why, first)
+	}
+	return refusal(authority.Withdrawn, "not decided: %s, so seq %d is above the key's next seq %d; denied statements consume no seq: sign it again with seq %d and send it again", why, seq, want, want)
 }

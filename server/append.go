@@ -165,6 +165,8 @@ func (s *Server) refused(w http.ResponseWriter, start time.Time, code authority.
 	case authority.RateLimited:
 		w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
 		status = http.StatusTooManyRequests
+	case authority.Withdrawn:
+		status = http.StatusConflict // only in a batch: sign it again with the seq named
 	}
 	writeError(w, status, string(code), reason)
 }

@@ -21,6 +21,11 @@ import (
 // POST /v1/entries would have answered for that envelope alone: its
 // status and its JSON body.
 //
+// One answer exists only in a batch: a statement whose seq is too high
+// only because earlier statements of its key in the batch were not
+// accepted is withdrawn, not decided (409, withdrawn; ledger.Batch), so
+// that one denial costs the statements after it no seq_mismatch DENIAL.
+//
 // The batch takes one in-flight slot, whatever its length.
 func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -73,13 +78,14 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	// Queue them all, in order, then wait for each decision.
 	pending := make([]*ledger.Pending, len(req.Envelopes))
 	errs := make([]error, len(req.Envelopes))
+	var batch ledger.Batch
 	for i, env := range req.Envelopes {
 		if len(env) > api.MaxBody {
 			errs[i] = &authority.DecisionError{Verdict: authority.Refused, Code: authority.TooLarge,
 				Reason: "the envelope exceeds " + strconv.Itoa(api.MaxBody) + " bytes"}
 			continue
 		}
-		pending[i], errs[i] = s.l.Submit(r.Context(), env)
+		pending[i], errs[i] = s.l.SubmitBatched(r.Context(), &batch, env)
 	}
 	out := api.BatchResponse{Answers: make([]api.BatchAnswer, len(req.Envelopes))}
 	for i := range req.Envelopes {

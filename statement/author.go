@@ -64,3 +64,14 @@ func Sign(priv ed25519.PrivateKey, st Statement) (sign.Envelope, []byte, error) 
 	raw, err := env.Canonical()
 	return env, raw, err
 }
+
+// LogKeyRotation builds the admin's PRINCIPAL statement of op log_key that
+// names pub as the key that signs the log's DENIALs from its entry on
+// (DESIGN §1): name is the log's origin (h.Log), public_key the new key,
+// principal_id "log_key_" and the first 16 hex digits of its key id. The
+// caller fills h (type aside) and signs it with the admin key.
+func LogKeyRotation(h Header, pub ed25519.PublicKey) *PrincipalDoc {
+	h.Type = Principal
+	return &PrincipalDoc{Header: h, PrincipalID: "log_key_" + sign.KeyID(pub)[:16], Op: OpLogKey,
+		Name: h.Log, PublicKey: sign.EncodePublicKey(pub)}
+}

@@ -130,6 +130,11 @@ const (
 	CodeMethod      = "bad_method"   // 405
 	CodeTooLarge    = "too_large"    // 413 (also a ledger refusal code)
 	CodeRateLimited = "rate_limited" // 429 (also a ledger refusal code)
+	// CodeWithdrawn (409), only in a batch answer: the statement's seq is
+	// too high only because earlier statements of its key in the batch
+	// were not accepted; it was not decided nor logged. Sign it again with
+	// the seq the reason names (KeySeq) and send it again.
+	CodeWithdrawn = "withdrawn"
 	// CodeUnwitnessed (503): in witness finality mode, a pending RECEIPT
 	// is logged but no checkpoint that includes it met the witness quorum
 	// in time. Nothing was acknowledged: the step must not run. Sending

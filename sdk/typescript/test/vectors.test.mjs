@@ -171,12 +171,35 @@ test("statement payloads: the Go table's verdicts, code and field", () => {
   for (const c of d.cases) {
     let got = "ok", path;
     try {
-      parseStatement(c.kind, Buffer.from(c.payload));
+      const st = parseStatement(c.kind, Buffer.from(c.payload));
+      // What parses re-encodes to the same bytes, as Go's Marshal does.
+      assert.equal(canonicalize(st), c.payload, `${c.name}: re-encoded`);
     } catch (e) {
+      if (e instanceof assert.AssertionError) throw e;
       got = e.code ?? e.message;
       path = e.path;
     }
     assert.equal(got, c.want, c.name);
     if (c.path !== undefined) assert.equal(path, c.path, c.name);
+  }
+});
+
+// The PRINCIPAL of op log_key (DESIGN v3: rotating the DENIAL key), made
+// by the Go code (statement.LogKeyRotation, TestLogKeyVectorsAreGoMade):
+// the valid one parses and re-encodes byte for byte, and each broken one
+// is refused for the field Go names.
+test("statement payloads: the log_key PRINCIPAL vectors", () => {
+  const d = JSON.parse(readFileSync(new URL("../testdata/statement/payloads.json", import.meta.url), "utf8"));
+  const cases = d.cases.filter((c) => c.name.startsWith("log_key "));
+  assert.ok(cases.length >= 5, `only ${cases.length} log_key cases`);
+  const valid = cases.filter((c) => c.want === "ok");
+  assert.equal(valid.length, 1);
+  const st = parseStatement("PRINCIPAL", Buffer.from(valid[0].payload));
+  assert.equal(st.op, "log_key");
+  assert.equal(st.name, st.log, "a log_key statement names the log's origin");
+  assert.equal(canonicalize(st), valid[0].payload);
+  validateStatement(st);
+  for (const c of cases.filter((c) => c.want !== "ok")) {
+    assert.throws(() => parseStatement(c.kind, Buffer.from(c.payload)), (e) => e.code === c.want && e.path === c.path, c.name);
   }
 });
