@@ -44,7 +44,8 @@ func PostgresServer(tb testing.TB) string {
 }
 
 // PostgresURL returns the URL of a new, empty schema on the test server,
-// dropped when the test ends: one log per test.
+// dropped when the test ends with the schemas of the named logs made in
+// it: one database's worth of logs per test.
 func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	base := PostgresServer(tb)
@@ -67,6 +68,15 @@ func PostgresURL(tb testing.TB) string {
 		}
 		defer conn.Close(ctx)
 		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		// And the schemas of the named logs made in it (pgstore: logs.go).
+		rows, err := conn.Query(ctx, "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", schema+"_log_")
+		if err != nil {
+			return
+		}
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+		}
 	})
 	u, err := url.Parse(base)
 	if err != nil {
