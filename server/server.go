@@ -171,6 +171,7 @@ type Server struct {
 
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
+	restoreErr error            // why the stored witnessed checkpoint was refused (witness.go)
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -199,7 +200,13 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		if wo.Logger == nil {
 			wo.Logger = s.log
 		}
+		if wo.Store == nil {
+			wo.Store = l.Store()
+		}
 		s.cos, s.witnessErr = cosign.New(opts.WitnessPolicy, l, wo)
+		if s.cos != nil {
+			s.restoreWitnessed()
+		}
 	}
 	s.routes(reg)
 	return s
