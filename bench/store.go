@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,12 @@ type StoreResult struct {
 	Location string        `json:"location"` // without password
 	Auth     *AppendResult `json:"authorized_appends,omitempty"`
 	HTTP     *AppendResult `json:"http_appends,omitempty"`
+	// LogOnly is the log-only phase (raw leaves, no authority) on this
+	// store: the figure to set beside Tessera's drivers.
+	LogOnly *AppendResult `json:"log_only_appends,omitempty"`
+	// Server is what the PostgreSQL server did in each phase, per append
+	// (keys: auth, http, logonly).
+	Server map[string]*PGServer `json:"server,omitempty"`
 	// ProofsPerSec is inclusion proofs/s on the authorised-append log
 	// (ProofSize entries), on this store and on Badger's log of the same
 	// run (BadgerProofsPerSec), from ProofGoroutines goroutines.
@@ -91,50 +98,91 @@ func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64
 // database's round trips overlapped.
 func proofGoroutines() int { return 8 * runtime.GOMAXPROCS(0) }
 
-// runStore runs the authorised, HTTP and proof figures on the store at
-// cfg.Store; badgerAuth is the Badger log of the same run's authorised
-// phase ("" if none), measured for proofs beside it.
+// runStore runs, of the authorised, HTTP and log-only phases among
+// cfg.Phases, each on the store at cfg.Store (a new schema each), with
+// the server's counters around each; badgerAuth is the Badger log of the
+// same run's authorised phase ("" if none), measured for proofs beside
+// it.
 func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(string, ...any)) *StoreResult {
-	r := &StoreResult{Location: pgstore.Redact(cfg.Store), ProofGoroutines: proofGoroutines()}
+	r := &StoreResult{Location: pgstore.Redact(cfg.Store), ProofGoroutines: proofGoroutines(), Server: map[string]*PGServer{}}
 	fail := func(what string, err error) {
 		r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", what, err))
 		say("postgres %s failed: %v", what, err)
 	}
-	loc, drop, err := pgSchema(ctx, cfg.Store)
-	if err != nil {
-		fail("setup", err)
-		return r
-	}
-	say("PostgreSQL: %d authorised submissions in process (%s)", cfg.AuthN, r.Location)
-	res, _, err := AuthorizedAppends(ctx, loc, cfg.AuthN, cfg.AuthWindow, 0)
-	if err != nil {
-		fail("authorised appends", err)
-	} else {
-		r.Auth = &res
-		say("  PostgreSQL authorised: %.0f/s", res.PerSec)
-		say("PostgreSQL: inclusion proofs for %s", cfg.ReadFor)
-		if r.ProofSize, r.ProofsPerSec, r.ProofCPUUs, err = proofsAt(ctx, loc, cfg.ReadFor); err != nil {
-			fail("proofs", err)
+	has := func(p string) bool { return slices.Contains(cfg.Phases, p) }
+	// phase runs f on a new schema, with the server's counters read
+	// before and after.
+	phase := func(name string, f func(loc string) (*AppendResult, error), then func(loc string)) {
+		loc, drop, err := pgSchema(ctx, cfg.Store)
+		if err != nil {
+			fail("setup", err)
+			return
 		}
-		if badgerAuth != "" {
-			if _, r.BadgerProofsPerSec, r.BadgerProofCPUUs, err = proofsAt(ctx, badgerAuth, cfg.ReadFor); err != nil {
-				fail("Badger proofs", err)
+		defer drop()
+		before, err := readPG(ctx, cfg.Store)
+		if err != nil {
+			say("postgres: no server counters: %v", err)
+		}
+		res, err := f(loc)
+		if err != nil {
+			fail(name, err)
+			return
+		}
+		// The phase's backends flush their statistics as they exit.
+		time.Sleep(500 * time.Millisecond)
+		if after, err2 := readPG(ctx, cfg.Store); err == nil && err2 == nil {
+			r.Server[name] = pgDelta(before, after, res.Submissions, res.Seconds)
+		}
+		if then != nil {
+			then(loc)
+		}
+	}
+	if has(PhaseAuth) {
+		phase(PhaseAuth, func(loc string) (*AppendResult, error) {
+			say("PostgreSQL: %d authorised submissions in process (%s)", cfg.AuthN, r.Location)
+			res, _, err := AuthorizedAppends(ctx, loc, cfg.AuthN, cfg.AuthWindow, 0)
+			if err != nil {
+				return nil, err
 			}
-		}
+			r.Auth = &res
+			say("  PostgreSQL authorised: %.0f/s", res.PerSec)
+			return &res, nil
+		}, func(loc string) {
+			say("PostgreSQL: inclusion proofs for %s", cfg.ReadFor)
+			var err error
+			if r.ProofSize, r.ProofsPerSec, r.ProofCPUUs, err = proofsAt(ctx, loc, cfg.ReadFor); err != nil {
+				fail("proofs", err)
+			}
+			if badgerAuth != "" {
+				if _, r.BadgerProofsPerSec, r.BadgerProofCPUUs, err = proofsAt(ctx, badgerAuth, cfg.ReadFor); err != nil {
+					fail("Badger proofs", err)
+				}
+			}
+		})
 	}
-	drop()
-	if loc, drop, err = pgSchema(ctx, cfg.Store); err != nil {
-		fail("setup", err)
-		return r
+	if has(PhaseHTTP) {
+		phase(PhaseHTTP, func(loc string) (*AppendResult, error) {
+			say("PostgreSQL over HTTP: %d submissions from %d clients", cfg.HTTPN, cfg.HTTPClients)
+			h, err := HTTPAppends(ctx, loc, cfg.HTTPN, cfg.HTTPClients)
+			if err != nil {
+				return nil, err
+			}
+			r.HTTP = &h
+			say("  PostgreSQL over HTTP: %.0f/s", h.PerSec)
+			return &h, nil
+		}, nil)
 	}
-	defer drop()
-	say("PostgreSQL over HTTP: %d submissions from %d clients", cfg.HTTPN, cfg.HTTPClients)
-	h, err := HTTPAppends(ctx, loc, cfg.HTTPN, cfg.HTTPClients)
-	if err != nil {
-		fail("HTTP appends", err)
-	} else {
-		r.HTTP = &h
-		say("  PostgreSQL over HTTP: %.0f/s", h.PerSec)
+	if has(PhaseLogOnly) {
+		phase(PhaseLogOnly, func(loc string) (*AppendResult, error) {
+			say("PostgreSQL log-only: %d leaves of %d bytes from %d clients", cfg.LogOnlyN, LeafBytes, cfg.Inflight)
+			l, err := LogOnlyAppends(ctx, loc, cfg.LogOnlyN, cfg.Inflight)
+			if err != nil {
+				return nil, err
+			}
+			r.LogOnly = &l
+			say("  PostgreSQL log-only: %.0f/s", l.PerSec)
+			return &l, nil
+		}, nil)
 	}
 	return r
 }

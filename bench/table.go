@@ -62,6 +62,14 @@ func (r *Report) WriteTable(w io.Writer) {
 			row(fmt.Sprintf("  authorised appends over HTTP, %d clients", h.Inflight), rate(h.PerSec)+latency(h),
 				"p99 <= 100 ms", at(h.P99Ms <= 100))
 		}
+		if l := pg.LogOnly; l != nil {
+			row(fmt.Sprintf("  log-only appends (%d B leaves, %d clients)", LeafBytes, l.Inflight), rate(l.PerSec)+latency(l), "", nil)
+		}
+		for _, ph := range []string{PhaseAuth, PhaseHTTP, PhaseLogOnly} {
+			if s := pg.Server[ph]; s != nil {
+				row("  server during "+ph+", per append", s.String(), "", nil)
+			}
+		}
 		if pg.ProofsPerSec > 0 {
 			row(fmt.Sprintf("  inclusion proofs at %s (%d goroutines)", num(float64(pg.ProofSize)), pg.ProofGoroutines), rate(pg.ProofsPerSec)+cpu(pg.ProofCPUUs), "", nil)
 		}

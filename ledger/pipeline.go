@@ -587,7 +587,7 @@ type job struct {
 	prover    *merkle.Prover      // proves its answers from the tiles it writes
 	batch     *storage.Batch      // everything its transaction writes
 	head      *Head               // the head it commits
-	done      chan error          // the commit's outcome, once its answers are sent
+	done      chan error          // the commit's outcome (buffered 1; on failure sent before its answers)
 }
 
 // prepare extends the tree with a batch's leaves and gathers everything its
@@ -701,6 +701,11 @@ func (l *Ledger) commitJob(j *job) {
 			l.stepDown("fenced")
 			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
 		}
+		// The sequencer learns of the failure before any submitter does:
+		// a submitter that retries at once must find the state recovered,
+		// not be refused with this batch's error while its answers are
+		// still being sent.
+		j.done <- err
 		for i := range j.answers {
 			a := &j.answers[i]
 			if a.err == nil {
@@ -708,7 +713,6 @@ func (l *Ledger) commitJob(j *job) {
 			}
 			a.req.done <- answer{err: a.err}
 		}
-		j.done <- err
 		return
 	}
 	l.advanceHead(j.head, j.workflows, j.wfNew)

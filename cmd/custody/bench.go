@@ -80,7 +80,7 @@ Example:
 			&cli.DurationFlag{Name: "read-for", Local: true, Value: def.ReadFor, Usage: "how long to measure each of proofs, bundles and verification"},
 			&cli.StringFlag{Name: "phases", Local: true, Usage: "comma-separated phases to run (" + strings.Join(bench.AllPhases, ",") + "; default all but peer, and peer with --peer)"},
 			&cli.StringFlag{Name: "peer", Local: true, Usage: "a log to run beside custody: tessera"},
-			&cli.StringFlag{Name: "store", Local: true, Usage: "also measure on this PostgreSQL database (`postgres://...`): authorised appends in process and over HTTP, and proofs, beside Badger's (each log in a new schema, dropped after)"},
+			&cli.StringFlag{Name: "store", Local: true, Usage: "also measure on this PostgreSQL database (`postgres://...`): the auth (and proofs), http and logonly phases among --phases, beside Badger's, each log in a new schema dropped after, with the server's CPU and WAL flushes per append"},
 			&cli.StringFlag{Name: "peer-dir", Local: true, Usage: "the Tessera peer's module folder (default: " + bench.PeerDir + " found from the working directory)"},
 			&cli.StringFlag{Name: "tmpdir", Local: true, Usage: "where to make the run's temporary folder (default: the system's); put it on the disk to measure"},
 			&cli.BoolFlag{Name: "keep", Local: true, Usage: "keep the run's temporary folder"},

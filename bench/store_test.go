@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/custodylog/custody/storage/storagetest"
+)
+
+// TestStorePhases runs the authorised, HTTP and log-only phases on
+// PostgreSQL (CUSTODY_TEST_PG) at a tiny size, and checks that each figure
+// and the server's counters around it were taken, never how fast.
+func TestStorePhases(t *testing.T) {
+	pg := storagetest.PostgresServer(t)
+	var progress bytes.Buffer
+	r, err := Run(context.Background(), Config{Dir: t.TempDir(), Phases: []string{PhaseAuth, PhaseHTTP, PhaseLogOnly},
+		AuthN: 300, AuthWindow: 8, HTTPN: 200, HTTPClients: 4, LogOnlyN: 300, Inflight: 16, ReadFor: 100 * time.Millisecond,
+		Store: pg, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Postgres
+	if p == nil || len(p.Errors) > 0 || len(r.Errors) > 0 {
+		t.Fatalf("errors: %v %+v\n%s", r.Errors, p, progress.String())
+	}
+	if p.Auth == nil || p.HTTP == nil || p.LogOnly == nil || p.LogOnly.Accepted != 300 || p.ProofsPerSec <= 0 {
+		t.Fatalf("PostgreSQL figures: %+v", p)
+	}
+	for _, ph := range []string{PhaseAuth, PhaseHTTP, PhaseLogOnly} {
+		s := p.Server[ph]
+		// Every batch is a committed, WAL-flushed transaction.
+		if s == nil || s.Ops == 0 || s.Commits <= 0 || s.WALBytes <= 0 || s.WALSyncs <= 0 {
+			t.Errorf("server counters during %s: %+v", ph, s)
+			continue
+		}
+		// The test server runs on this machine, so /proc shows its CPU.
+		if s.CPUUs <= 0 {
+			t.Errorf("server CPU during %s: %+v", ph, s)
+		}
+	}
+	// A phase left out of Phases is not run on PostgreSQL either.
+	r, err = Run(context.Background(), Config{Dir: t.TempDir(), Phases: []string{PhaseLogOnly}, LogOnlyN: 50, Inflight: 4, Store: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Postgres; p == nil || p.Auth != nil || p.HTTP != nil || p.LogOnly == nil || len(p.Server) != 1 {
+		t.Fatalf("logonly alone: %+v", p)
+	}
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	if !strings.Contains(table.String(), "server during logonly, per append") {
+		t.Errorf("the table lacks the server's counters:\n%s", table.String())
+	}
+}
