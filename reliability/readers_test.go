@@ -19,6 +19,12 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// subscriberCutWait bounds how long the honest agents append, after the
+// non-reading subscribers' attack window, for the server to cut every one
+// of them (a write blocked on one ends after server.Options
+// StreamWriteTimeout, 10s; generous, for a loaded machine).
+const subscriberCutWait = 2 * time.Minute
+
 // longWorkflow confirms agents agents in workflow wf and has each append
 // per pending receipts, all at once; it returns the workflow's last index.
 func (e *abuseEnv) longWorkflow(wf string, agents, per int) uint64 {
@@ -165,7 +171,9 @@ func TestReaderAttacks(t *testing.T) {
 	t.Run("subscribers_not_reading", func(t *testing.T) {
 		// 1,000 streams on the honest agents' own workflows, from 20
 		// client addresses, that never read: every commit has entries to
-		// send them.
+		// send them. Honest appends must keep going while they are open,
+		// the server must cut every one of them (they never take what
+		// it sends), and appends go on after.
 		var conns []net.Conn
 		var mu sync.Mutex
 		defer func() {
@@ -173,6 +181,10 @@ func TestReaderAttacks(t *testing.T) {
 				c.Close()
 			}
 		}()
+		cutBefore, err := metricValue(e.sp.url, "custody_event_streams_cut_total")
+		if err != nil {
+			t.Fatal(err)
+		}
 		e.attack(t, fmt.Sprintf("%d idle subscribers", readerSubscribers), baseline, func() {
 			var wg sync.WaitGroup
 			for i := range readerSubscribers {
@@ -198,6 +210,29 @@ func TestReaderAttacks(t *testing.T) {
 			c.Close()
 		}
 		aftermath("idle subscribers (still open)")
+		// The honest agents keep appending until the server has cut every
+		// subscriber that never read (or a generous bound passes).
+		start := time.Now()
+		var cut float64
+		for time.Since(start) < subscriberCutWait {
+			e.measureHonest(time.Second)
+			v, err := metricValue(e.sp.url, "custody_event_streams_cut_total")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cut = v - cutBefore; int(cut) >= len(conns) {
+				break
+			}
+		}
+		open, _ := metricValue(e.sp.url, "custody_event_streams")
+		fig := fmt.Sprintf("%-26s %.0f of %d cut within %v of the attack's end, %.0f streams still open",
+			"  stalled subscribers", cut, len(conns), time.Since(start).Round(time.Second), open)
+		t.Log(fig)
+		e.figures = append(e.figures, fig)
+		if int(cut) < len(conns) {
+			t.Errorf("the server cut %.0f of the %d subscribers that never read (after %v of honest appends)", cut, len(conns), subscriberCutWait)
+		}
+		aftermath("idle subscribers (cut, their connections still open)")
 	})
 
 	t.Run("bundle_flood", func(t *testing.T) {
