@@ -410,18 +410,37 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 		}
 		pb.Queue(qDedup, hs, idx)
 	}
+	// An upsert may not touch one row twice (SQLSTATE 21000), while a
+	// batch may write one tile or record more than once, as a Badger
+	// transaction may: the last write of each wins.
 	if len(b.Tiles) > 0 {
-		lv, idx, data := make([]int16, len(b.Tiles)), make([]int64, len(b.Tiles)), make([][]byte, len(b.Tiles))
-		for i, t := range b.Tiles {
-			lv[i], idx[i], data[i] = int16(t.Level), int64(t.Index), t.Data
+		var lv []int16
+		var idx []int64
+		var data [][]byte
+		at := make(map[[2]uint64]int, len(b.Tiles))
+		for _, t := range b.Tiles {
+			k := [2]uint64{uint64(t.Level), t.Index}
+			if i, ok := at[k]; ok {
+				data[i] = t.Data
+				continue
+			}
+			at[k] = len(data)
+			lv, idx, data = append(lv, int16(t.Level)), append(idx, int64(t.Index)), append(data, t.Data)
 		}
 		pb.Queue(qTiles, lv, idx, data)
 	}
 	var keys, vals [][]byte
+	at := make(map[string]int, len(b.Records))
 	for _, r := range b.Records {
-		if r.Value != nil {
-			keys, vals = append(keys, []byte(r.Key)), append(vals, r.Value)
+		if r.Value == nil {
+			continue
 		}
+		if i, ok := at[r.Key]; ok {
+			vals[i] = r.Value
+			continue
+		}
+		at[r.Key] = len(keys)
+		keys, vals = append(keys, []byte(r.Key)), append(vals, r.Value)
 	}
 	if len(keys) > 0 {
 		pb.Queue(qRecords, keys, vals)

@@ -138,6 +138,28 @@ func Store(t *testing.T, opener Opener) {
 			t.Fatalf("keys/log.key: %q, %v", got, err)
 		}
 	})
+	t.Run("SameKeyTwiceInABatch", func(t *testing.T) {
+		// A batch may change one authority record (or grow one tile) more
+		// than once, as a Badger transaction may: the last write wins.
+		s := opener(t)()
+		b := &storage.Batch{From: 0, Origin: "example.com/log", Leaves: [][]byte{[]byte("a"), []byte("b")},
+			Tiles: []storage.Tile{{Level: 0, Index: 0, Data: bytes.Repeat([]byte{1}, 32)}, {Level: 0, Index: 0, Data: bytes.Repeat([]byte{2}, 64)}},
+			Records: []storage.Record{{Key: "k/twice", Value: []byte("first")}, {Key: "k/once", Value: []byte("x")},
+				{Key: "k/twice", Value: []byte("second")}, {Key: "k/twice"}}}
+		b.Edge, b.Checkpoint = edge(t, b.Size()), []byte("checkpoint 2")
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatalf("a batch writing one record twice: %v", err)
+		}
+		if v, err := s.Record(ctx, "k/twice"); err != nil || string(v) != "second" {
+			t.Fatalf("record k/twice: %q, %v; want the last value written", v, err)
+		}
+		if v, err := s.Record(ctx, "k/once"); err != nil || string(v) != "x" {
+			t.Fatalf("record k/once: %q, %v", v, err)
+		}
+		if v, err := s.Tile(ctx, 0, 0); err != nil || !bytes.Equal(v, bytes.Repeat([]byte{2}, 64)) {
+			t.Fatalf("tile 0/0: %x, %v; want the last written", v, err)
+		}
+	})
 	t.Run("CommitsReadsAndReopens", func(t *testing.T) {
 		open := opener(t)
 		s := open()
