@@ -185,6 +185,7 @@ type Server struct {
 	reading chan struct{} // one token per append body being read
 	streams chan struct{} // one token per open event stream
 	heavy   chan struct{} // one token per heavy read (readcap.go)
+	waiters chan struct{} // one token per request waiting for a witnessed checkpoint (witness.go)
 	addrs   addrStreams   // open streams per client address
 	events  eventCache    // encoded stream events, shared by streams
 	hub     hub           // the workflows streams follow (fanout.go)
@@ -205,7 +206,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
 		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
-		heavy: make(chan struct{}, opts.MaxHeavyReads), events: eventCache{max: 4096}}
+		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
 	reg := opts.Registry
 	if reg == nil {

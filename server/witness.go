@@ -150,10 +150,31 @@ func (s *Server) provingHead(index uint64) ledger.Head {
 }
 
 // getWitnessed serves the newest checkpoint that meets the witness quorum.
+// With ?size=N it first waits, up to ?wait=MS milliseconds (at most, and
+// by default, Options.WitnessTimeout), until one of at least N entries
+// does: a client waiting for its entry to be witnessed gets the answer the
+// moment the quorum is met, instead of polling (client.requireWitnessed).
 func (s *Server) getWitnessed(w http.ResponseWriter, r *http.Request) {
 	if s.cos == nil {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "this log has no witness policy")
 		return
+	}
+	if v := r.URL.Query().Get("size"); v != "" {
+		size, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "size="+v+" is not a tree size")
+			return
+		}
+		wait := s.opts.WitnessTimeout
+		if v := r.URL.Query().Get("wait"); v != "" {
+			ms, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait="+v+" is not a number of milliseconds")
+				return
+			}
+			wait = min(wait, time.Duration(ms)*time.Millisecond)
+		}
+		s.awaitWitnessed(r.Context(), size, wait)
 	}
 	best, ok := s.cos.Best()
 	if !ok {
@@ -164,6 +185,28 @@ func (s *Server) getWitnessed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(best.Cosigned)))
 	w.Write(best.Cosigned)
+}
+
+// awaitWitnessed waits, up to wait, until a checkpoint of at least size
+// entries meets the quorum, or the server stops. Waiters are bounded (one
+// per append the server may have in flight); past that it does not wait.
+func (s *Server) awaitWitnessed(ctx context.Context, size uint64, wait time.Duration) {
+	select {
+	case s.waiters <- struct{}{}:
+		defer func() { <-s.waiters }()
+	default:
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.cos.Wait(ctx, size) // an error: not witnessed in time; answer what there is
 }
 
 // gatesAStep reports whether a logged leaf is a pending RECEIPT: the

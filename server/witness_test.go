@@ -30,14 +30,14 @@ type witnessed struct {
 	logKey ed25519.PrivateKey
 }
 
-func startWitnessed(t *testing.T, opts server.Options) *witnessed {
+func startWitnessed(t testing.TB, opts server.Options) *witnessed {
 	t.Helper()
 	return startWitnessedAt(t, t.TempDir(), opts)
 }
 
 // startWitnessedAt is startWitnessed with the log in loc (a data folder
 // or a postgres:// URL).
-func startWitnessedAt(t *testing.T, loc string, opts server.Options) *witnessed {
+func startWitnessedAt(t testing.TB, loc string, opts server.Options) *witnessed {
 	t.Helper()
 	logPub, logKey := servertest.Key(t)
 	vkey, err := merkle.VerifierKey(servertest.Origin, logPub)
@@ -59,7 +59,7 @@ func startWitnessedAt(t *testing.T, loc string, opts server.Options) *witnessed 
 	return &witnessed{Log: servertest.StartKeyedAt(t, loc, logKey, opts), w: ws, policy: p, logKey: logKey}
 }
 
-func (wl *witnessed) signedBy(t *testing.T, cp []byte) []string {
+func (wl *witnessed) signedBy(t testing.TB, cp []byte) []string {
 	t.Helper()
 	var names []string
 	for _, s := range wl.policy.Evaluate(cp).Signed {
