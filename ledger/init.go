@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/internal/durable"
@@ -14,6 +15,8 @@ import (
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/storage/pgstore"
 )
 
 // InitOptions describe a new log.
@@ -65,7 +68,17 @@ func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 		}
 	}
 	o.Options.defaults()
-	st, err := openStore(loc, o.Options)
+	var st storage.Store
+	var err error
+	if IsStoreURL(loc) {
+		// A named log (custody_log in the URL) is created if the database
+		// does not hold it yet; its origin must be no other log's.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		st, err = pgstore.Open(ctx, loc, pgstore.Options{Create: true, Origin: origin})
+		cancel()
+	} else {
+		st, err = openStore(loc, o.Options)
+	}
 	if err != nil {
 		return nil, err
 	}

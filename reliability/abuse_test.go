@@ -13,7 +13,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +50,10 @@ const (
 	// rssBoundKB bounds how much the server's resident memory may grow
 	// under any one attack (generous: the point is "bounded", not a figure).
 	rssBoundKB = 512 << 10
+	// heapBound bounds the server's Go heap in use under any one attack
+	// (go_memstats_heap_inuse_bytes): generous, a little above custody
+	// serve's default soft limit (server.DefaultMemoryLimit, 384 MiB).
+	heapBound = 448 << 20
 	// serverReadHeaderTimeout and serverReadTimeout are custody serve's
 	// defaults (server.ServeOptions); dribblers must be cut by then, give
 	// or take the slack of a loaded machine.
@@ -181,11 +187,14 @@ func (e *abuseEnv) measureHonest(d time.Duration) honestRun {
 	return honestRun{n: int(n.Load()), elapsed: time.Since(start), errs: errs}
 }
 
-// rssSampler samples the server's RSS until stopped and keeps the peak.
+// rssSampler samples the server's RSS until stopped and keeps the peak,
+// and the peak of its Go heap in use (from /metrics, every 500 ms).
 type rssSampler struct {
-	peak atomic.Int64
-	stop chan struct{}
-	done chan struct{}
+	peak     atomic.Int64
+	anonPeak atomic.Int64 // RssAnon: RSS less the mapped files (Badger's tables and value log)
+	heapPeak atomic.Int64 // bytes
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func (e *abuseEnv) sampleRSS() *rssSampler {
@@ -195,9 +204,17 @@ func (e *abuseEnv) sampleRSS() *rssSampler {
 		defer close(s.done)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for n := 0; ; n++ {
 			if v := procStatusKB(pid, "VmRSS"); v > s.peak.Load() {
 				s.peak.Store(v)
+			}
+			if v := procStatusKB(pid, "RssAnon"); v > s.anonPeak.Load() {
+				s.anonPeak.Store(v)
+			}
+			if n%5 == 0 {
+				if v, err := metricValue(e.sp.url, "go_memstats_heap_inuse_bytes"); err == nil && int64(v) > s.heapPeak.Load() {
+					s.heapPeak.Store(int64(v))
+				}
 			}
 			select {
 			case <-tick.C:
@@ -287,7 +304,9 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 		}
 	}()
 	time.Sleep(settle)
+	srvCPU, ownCPU := procCPU(e.sp.pid()), procCPU(os.Getpid())
 	run := e.measureHonest(attackWindow)
+	srvCPU, ownCPU = procCPU(e.sp.pid())-srvCPU, procCPU(os.Getpid())-ownCPU
 	herr := healthy(e.sp.url)
 	cancel()
 	select {
@@ -296,6 +315,7 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 		t.Fatalf("%s: the attack did not stop within 60s of being cancelled", name)
 	}
 	peak := sampler.end()
+	heapPeak := sampler.heapPeak.Load()
 	if herr != nil {
 		t.Errorf("%s: /healthz during the attack: %v", name, herr)
 	}
@@ -311,11 +331,54 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 	if peak-rssBefore > rssBoundKB {
 		t.Errorf("%s: server RSS grew from %d to %d kB", name, rssBefore, peak)
 	}
-	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB",
-		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak)
+	if heapPeak > heapBound {
+		t.Errorf("%s: the server's Go heap in use reached %d MiB (bound %d MiB)", name, heapPeak>>20, heapBound>>20)
+	}
+	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB (anonymous peak %d kB), heap in use peak %d MiB; CPU in the window: server %.2fs, test process (attackers and honest agents) %.2fs",
+		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak, sampler.anonPeak.Load(), heapPeak>>20, srvCPU.Seconds(), ownCPU.Seconds())
 	t.Log(fig)
 	e.figures = append(e.figures, fig)
 	return run
+}
+
+// procCPU is the CPU time (user and system) process pid has used.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// metricValue reads one unlabelled sample from the server's /metrics.
+func metricValue(url, name string) (float64, error) {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			var v float64
+			_, err := fmt.Sscan(rest, &v)
+			return v, err
+		}
+	}
+	return 0, fmt.Errorf("/metrics has no %s (%v)", name, sc.Err())
 }
 
 func firstErr(errs []error) error {

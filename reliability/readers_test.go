@@ -19,6 +19,12 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// subscriberCutWait bounds how long the honest agents append, after the
+// non-reading subscribers' attack window, for the server to cut every one
+// of them (a write blocked on one ends after server.Options
+// StreamWriteTimeout, 10s; generous, for a loaded machine).
+const subscriberCutWait = 2 * time.Minute
+
 // longWorkflow confirms agents agents in workflow wf and has each append
 // per pending receipts, all at once; it returns the workflow's last index.
 func (e *abuseEnv) longWorkflow(wf string, agents, per int) uint64 {
@@ -165,7 +171,9 @@ func TestReaderAttacks(t *testing.T) {
 	t.Run("subscribers_not_reading", func(t *testing.T) {
 		// 1,000 streams on the honest agents' own workflows, from 20
 		// client addresses, that never read: every commit has entries to
-		// send them.
+		// send them. Honest appends must keep going while they are open,
+		// the server must cut every one of them (they never take what
+		// it sends), and appends go on after.
 		var conns []net.Conn
 		var mu sync.Mutex
 		defer func() {
@@ -173,6 +181,10 @@ func TestReaderAttacks(t *testing.T) {
 				c.Close()
 			}
 		}()
+		cutBefore, err := metricValue(e.sp.url, "custody_event_streams_cut_total")
+		if err != nil {
+			t.Fatal(err)
+		}
 		e.attack(t, fmt.Sprintf("%d idle subscribers", readerSubscribers), baseline, func() {
 			var wg sync.WaitGroup
 			for i := range readerSubscribers {
@@ -198,6 +210,29 @@ func TestReaderAttacks(t *testing.T) {
 			c.Close()
 		}
 		aftermath("idle subscribers (still open)")
+		// The honest agents keep appending until the server has cut every
+		// subscriber that never read (or a generous bound passes).
+		start := time.Now()
+		var cut float64
+		for time.Since(start) < subscriberCutWait {
+			e.measureHonest(time.Second)
+			v, err := metricValue(e.sp.url, "custody_event_streams_cut_total")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cut = v - cutBefore; int(cut) >= len(conns) {
+				break
+			}
+		}
+		open, _ := metricValue(e.sp.url, "custody_event_streams")
+		fig := fmt.Sprintf("%-26s %.0f of %d cut within %v of the attack's end, %.0f streams still open",
+			"  stalled subscribers", cut, len(conns), time.Since(start).Round(time.Second), open)
+		t.Log(fig)
+		e.figures = append(e.figures, fig)
+		if int(cut) < len(conns) {
+			t.Errorf("the server cut %.0f of the %d subscribers that never read (after %v of honest appends)", cut, len(conns), subscriberCutWait)
+		}
+		aftermath("idle subscribers (cut, their connections still open)")
 	})
 
 	t.Run("bundle_flood", func(t *testing.T) {
@@ -242,6 +277,73 @@ func TestReaderAttacks(t *testing.T) {
 		counts.log(t, e, "workflow pages")
 		counts.require(t, map[int]bool{http.StatusOK: true, http.StatusServiceUnavailable: true}, true)
 		aftermath("workflow pages")
+	})
+
+	t.Run("combined", func(t *testing.T) {
+		// Every attack above at once: 1,000 subscribers that never read,
+		// 200 clients opening streams from the long workflow's start and
+		// closing them, 40 clients asking for its whole bundle and 40
+		// reading its pages. Honest appends must all succeed and the
+		// server's heap stay bounded (attack checks both).
+		var conns []net.Conn
+		var mu sync.Mutex
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		var bundles, pages statusCounts
+		bundles.m, pages.m = map[string]int{}, map[string]int{}
+		e.attack(t, "all of them at once", baseline, func() {
+			var wg sync.WaitGroup
+			for i := range readerSubscribers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, status, err := subscribe(100+i%20, addr, e.honest[i%len(e.honest)].wf, 0)
+					if err == nil && status == http.StatusOK {
+						mu.Lock()
+						conns = append(conns, c)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d of %d subscribers opened", len(conns), readerSubscribers)
+		}, func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				getFlood(ctx, 40, fmt.Sprintf("%s/v1/bundle?index=%d&workflow=1", e.sp.url, last), &bundles)
+			}()
+			go func() {
+				defer wg.Done()
+				getFlood(ctx, 40, e.sp.url+"/v1/workflows/wf_long?after=0", &pages)
+			}()
+			for i := range 200 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						c, status, err := subscribe(2+i%50, addr, "wf_long", 0)
+						if err == nil && status == http.StatusOK {
+							c.Close()
+						} else {
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+		bundles.log(t, e, "bundles (combined)")
+		pages.log(t, e, "workflow pages (combined)")
+		for _, c := range conns {
+			c.Close()
+		}
+		conns = nil
+		aftermath("all of them")
 	})
 
 	t.Run("unknown_workflow_streams", func(t *testing.T) {

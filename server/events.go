@@ -1,10 +1,14 @@
 package server
 
 import (
-	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +28,15 @@ import (
 // once the checkpoint that holds them is published. A workflow that does
 // not exist is answered 404 (a runtime subscribes to a workflow it holds a
 // grant in, which exists). Idle streams get a comment line every
-// Options.KeepAlive. See readcap.go for what streams may take.
+// Options.KeepAlive. A stream whose client does not keep up is cut (see
+// fanout.go), when it still can be told with a last event
+//
+//	id: <index of the last entry sent>
+//	event: resume
+//	data: <api.Resume JSON>
+//
+// after which the client reconnects with that Last-Event-ID. See
+// readcap.go for what streams may take.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	wf := r.PathValue("id")
 	var after uint64
@@ -66,8 +78,14 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	// The server's ReadTimeout would end a long stream (and cancel its
 	// context): a stream reads nothing after its request.
 	rc.SetReadDeadline(time.Time{})
-	heads, stop := s.l.WatchWorkflow(wf) // before the first read, so that no head is missed
-	defer stop()
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		setSendBuffer(c)
+	}
+	ctx := r.Context()
+	sub := &subscriber{kick: make(chan struct{}), cut: func() { rc.SetWriteDeadline(time.Now()) }}
+	sub.cursor.Store(after)
+	t := s.hub.join(wf, sub) // before the first read, so that no commit is missed
+	defer s.hub.leave(t, sub)
 	s.m.streams.Inc()
 	defer s.m.streams.Dec()
 
@@ -76,18 +94,56 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(format string, args ...any) error {
-		// The server's WriteTimeout would end a long stream: each write
-		// gets its own deadline instead.
-		rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return err
+	stopping := func() bool {
+		select {
+		case <-s.stopping:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
+	// write sends bs and flushes, within Options.StreamWriteTimeout (the
+	// server's WriteTimeout would end a long stream). A stream cut
+	// meanwhile (sub.cut) writes nothing more.
+	write := func(bs ...[]byte) error {
+		rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+		if sub.behind.Load() || stopping() {
+			return errStreamEnded
+		}
+		for _, b := range bs {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
 		}
 		return rc.Flush()
 	}
+	// ended accounts for a stream that ends on a failed write: a client
+	// that stopped reading (the deadline passed, or it fell out of the
+	// ring) was cut.
+	ended := func(err error) {
+		select {
+		case <-s.stopping:
+			return
+		default:
+		}
+		// (A failed write cancels the request's context: only the
+		// server's stopping says the deadline was not the client's doing.)
+		if sub.behind.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
+			s.m.streamsCut.Inc()
+		}
+	}
+	// final tells the client to resume from its last entry, if its
+	// connection can still take it.
+	final := func(reason string) {
+		s.m.streamsCut.Inc()
+		last := sub.cursor.Load()
+		data, _ := json.Marshal(api.Resume{After: last, Reason: reason})
+		rc.SetWriteDeadline(time.Now().Add(time.Second))
+		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", last, api.EventResume, data)
+		rc.Flush()
+	}
 	// A write blocked on a client that does not read ends when the stream
 	// must: on shutdown, or when the client's context ends.
-	ctx := r.Context()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -95,26 +151,50 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		rc.SetWriteDeadline(time.Now())
 	}()
-	if write(": watching %s after %d\n\n", wf, after) != nil {
+	rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+	if _, err := fmt.Fprintf(w, ": watching %s after %d\n\n", wf, after); err != nil || rc.Flush() != nil {
 		return
 	}
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
+	var lastFlush time.Time
 	for {
-		// Only entries under the published head: their proofs exist. Read
-		// in pages from the workflow index, one heavy-read token a page.
-		size := s.l.Head().Size
-		for more := true; more; {
+		if sub.behind.Load() {
+			final(fmt.Sprintf("this stream fell more than %d events behind its workflow; reconnect with Last-Event-ID: %d", s.opts.StreamLag, sub.cursor.Load()))
+			return
+		}
+		cursor := sub.cursor.Load()
+		evs, wake, fromStore, base, err := t.since(cursor)
+		if err != nil {
+			final("the server stopped following this workflow; reconnect with Last-Event-ID: " + strconv.FormatUint(cursor, 10))
+			return
+		}
+		if fromStore {
+			if sub.live.Load() {
+				// It was following the ring and fell out of it.
+				final(fmt.Sprintf("this stream fell more than %d events behind its workflow; reconnect with Last-Event-ID: %d", s.opts.StreamLag, cursor))
+				return
+			}
+			// Catch up from the store, up to the ring, in pages: only
+			// entries under the published head (their proofs exist), one
+			// heavy-read token a page.
 			release, ok := s.heavyWait(ctx)
 			if !ok {
 				return
 			}
-			var idx []uint64
-			var err error
-			idx, more, err = s.l.WorkflowRange(ctx, wf, after, streamPage)
+			idx, more, err := s.l.WorkflowRange(ctx, wf, cursor, streamPage)
+			size := s.l.Head().Size
+			var keep []uint64
+			for _, i := range idx {
+				if i > base || i >= size {
+					more = false
+					break
+				}
+				keep = append(keep, i)
+			}
 			var events [][]byte
 			if err == nil {
-				events, err = s.encodeEvents(idx, size)
+				events, err = s.encodeEvents(keep, size)
 			}
 			release()
 			if err != nil {
@@ -123,54 +203,95 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
-			for k, ev := range events {
-				if write("%s", ev) != nil {
+			if len(events) > 0 {
+				if err := write(events...); err != nil {
+					ended(err)
 					return
 				}
-				after = idx[k]
+				lastFlush = time.Now()
+				cursor = keep[len(events)-1]
 			}
-			if len(events) < len(idx) {
-				break // the rest is above the published head
+			if !more || len(events) < len(keep) {
+				// Nothing more of the workflow in the store up to the ring.
+				cursor = max(cursor, base)
 			}
+			sub.cursor.Store(cursor)
+			continue
 		}
-	wait:
-		select {
-		case c := <-heads:
-			if !c.Missed {
-				// A commit of this workflow, and none was missed: it says
-				// which of its leaves are this workflow's, so send them
-				// with no store read and no token (each encoded once for
-				// every stream).
-				var idx []uint64
-				for _, i := range c.Indexes[wf] {
-					if i > after {
-						idx = append(idx, i)
-					}
+		sub.live.Store(true)
+		if len(evs) > 0 {
+			// At most one write every streamFlushEvery: a busy workflow's
+			// events go out in batches.
+			if d := streamFlushEvery - time.Since(lastFlush); d > 0 {
+				pause := time.NewTimer(d)
+				select {
+				case <-pause.C:
+				case <-sub.kick:
+				case <-ctx.Done():
+				case <-s.stopping:
 				}
-				events, err := s.encodeEvents(idx, c.Size)
-				if err != nil {
-					s.log.Warn("event stream", "workflow", wf, "err", err)
+				pause.Stop()
+				if stopping() {
 					return
 				}
-				if len(events) > 0 {
-					// One write and one flush for the commit's events.
-					if write("%s", bytes.Join(events, nil)) != nil {
-						return
-					}
-					after = idx[len(events)-1]
-				}
-				goto wait
+				continue
 			}
+			bs := make([][]byte, len(evs))
+			for k, e := range evs {
+				bs[k] = e.b
+			}
+			if err := write(bs...); err != nil {
+				ended(err)
+				return
+			}
+			lastFlush = time.Now()
+			sub.cursor.Store(evs[len(evs)-1].idx)
+			continue
+		}
+		select {
+		case <-wake:
+		case <-sub.kick:
 		case <-keepAlive.C:
-			if write(": keep-alive\n\n") != nil {
+			if err := write([]byte(": keep-alive\n\n")); err != nil {
+				ended(err)
 				return
 			}
 		case <-ctx.Done():
 			return
 		case <-s.stopping:
-			write(": shutting down\n\n")
+			rc.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(w, ": shutting down\n\n")
+			rc.Flush()
 			return
 		}
+	}
+}
+
+// Bounds of an event stream (see fanout.go).
+const (
+	// streamFlushEvery is the least time between two writes of a stream.
+	streamFlushEvery = 50 * time.Millisecond
+	// streamSendBuffer is the kernel send buffer of a stream's
+	// connection: a client that does not read holds at most this much
+	// (and its own receive buffer) before its writes block.
+	streamSendBuffer = 64 << 10
+)
+
+// errStreamEnded ends a stream that was cut or must stop.
+var errStreamEnded = errors.New("event stream ended")
+
+// connKey is the context key under which NewHTTPServer keeps each
+// request's connection, for streams to size its send buffer.
+type connKey struct{}
+
+// setSendBuffer makes the kernel hold less of what a stream's client has
+// not read.
+func setSendBuffer(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(streamSendBuffer)
 	}
 }
 

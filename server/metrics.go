@@ -17,6 +17,9 @@ type metrics struct {
 	latency  *prometheus.HistogramVec // append answer latency by verdict
 	inFlight prometheus.Gauge
 	streams  prometheus.Gauge
+	// streamsCut counts event streams ended because their client did not
+	// keep up (fanout.go).
+	streamsCut prometheus.Counter
 	// heavyRefused counts reads answered 503 for want of a heavy-read
 	// token (readcap.go).
 	heavyRefused prometheus.Counter
@@ -35,6 +38,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}, []string{"verdict"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_appends_in_flight", Help: "Appends being decided now."}),
 		streams:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_event_streams", Help: "Open workflow event streams."}),
+		streamsCut: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_event_streams_cut_total",
+			Help: "Event streams ended because their client did not keep up (a write past StreamWriteTimeout, or more than StreamLag events behind)."}),
 		heavyRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_heavy_reads_refused_total",
 			Help: "Bundle, workflow and catch-up reads answered 503 because every heavy-read token was taken."}),
 	}
@@ -43,7 +48,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		Help:        "Always 1; the labels say which custody build serves (internal/version).",
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
 	buildInfo.Set(1)
-	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams, m.heavyRefused, buildInfo,
+	reg.MustRegister(m.appends, m.denials, m.refusals, m.latency, m.inFlight, m.streams, m.streamsCut, m.heavyRefused, buildInfo,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_queue_depth", Help: "Submissions waiting to be sequenced."},
 			func() float64 { return float64(s.l.QueueDepth()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "custody_tree_size", Help: "Entries under the latest checkpoint."},

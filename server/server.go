@@ -81,6 +81,16 @@ type Options struct {
 	// answered 503 (default 10s; a waiting request holds no memory).
 	MaxHeavyReads int
 	HeavyReadWait time.Duration
+	// StreamWriteTimeout bounds one write to an event stream (default
+	// 10s): a client that has not taken what was sent by then is cut.
+	// StreamLag is how many events of a workflow the server keeps for
+	// its streams (default 1024): a stream further behind is cut with an
+	// event telling it to resume. StreamBuffer bounds the bytes of
+	// events kept for all streams together (default 16 MiB): past it the
+	// oldest go first. See fanout.go.
+	StreamWriteTimeout time.Duration
+	StreamLag          int
+	StreamBuffer       int
 	// PageSize bounds the entries of one GET /v1/workflows/{id} (default 1000).
 	PageSize int
 	// Logger receives structured logs (default slog.Default()).
@@ -140,6 +150,15 @@ func (o *Options) defaults() {
 	if o.MaxStreamsPerAddr <= 0 {
 		o.MaxStreamsPerAddr = 64
 	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 10 * time.Second
+	}
+	if o.StreamLag <= 0 {
+		o.StreamLag = 1024
+	}
+	if o.StreamBuffer <= 0 {
+		o.StreamBuffer = 16 << 20
+	}
 	if o.MaxHeavyReads <= 0 {
 		o.MaxHeavyReads = max(1, runtime.GOMAXPROCS(0)/2)
 	}
@@ -168,9 +187,11 @@ type Server struct {
 	heavy   chan struct{} // one token per heavy read (readcap.go)
 	addrs   addrStreams   // open streams per client address
 	events  eventCache    // encoded stream events, shared by streams
+	hub     hub           // the workflows streams follow (fanout.go)
 
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
+	restoreErr error            // why the stored witnessed checkpoint was refused (witness.go)
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -185,6 +206,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
 		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
 		heavy: make(chan struct{}, opts.MaxHeavyReads), events: eventCache{max: 4096}}
+	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -199,7 +221,13 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		if wo.Logger == nil {
 			wo.Logger = s.log
 		}
+		if wo.Store == nil {
+			wo.Store = l.Store()
+		}
 		s.cos, s.witnessErr = cosign.New(opts.WitnessPolicy, l, wo)
+		if s.cos != nil {
+			s.restoreWitnessed()
+		}
 	}
 	s.routes(reg)
 	return s
@@ -236,8 +264,8 @@ func (s *Server) routes(reg *prometheus.Registry) {
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Drain makes new appends answer 503 and waits until those in flight are
-// answered. Serve calls it on shutdown; it is exported for servers a
+// Drain makes new appends answer 503, waits until those in flight are
+// answered, and stops the event streams' readers of the store. Serve calls it on shutdown; it is exported for servers a
 // caller runs itself.
 func (s *Server) Drain() {
 	s.mu.Lock()
@@ -247,6 +275,7 @@ func (s *Server) Drain() {
 	}
 	s.mu.Unlock()
 	s.appends.Wait()
+	s.hub.close()
 }
 
 // ready answers 200 while the server takes appends.

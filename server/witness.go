@@ -85,6 +85,46 @@ func (s *Server) RunWitnesses(ctx context.Context) error {
 	}
 }
 
+// restoreWitnessed serves again the witnessed checkpoint an earlier run
+// kept in the store (cosign.Restore), if it is a checkpoint this log
+// signed of its own tree and its cosignatures meet the policy; otherwise
+// it says why at ERROR and starts without it (WitnessRestoreError).
+func (s *Server) restoreWitnessed() {
+	w, ok, err := s.cos.Restore(s.logSigned)
+	switch {
+	case err != nil:
+		s.restoreErr = err
+		s.log.Error("witnesses: "+err.Error()+"; serving checkpoints without cosignatures until the witnesses cosign again", "store", s.l.Dir())
+	case ok:
+		s.log.Info("witnesses: serving the witnessed checkpoint kept in the store", "size", w.Size, "cosigned_by", len(w.Evaluation.Signed))
+	}
+}
+
+// WitnessRestoreError is why the witnessed checkpoint kept in the store
+// was refused at start (nil if it was served, or there was none).
+func (s *Server) WitnessRestoreError() error { return s.restoreErr }
+
+// logSigned checks a checkpoint kept in the store against the log: its
+// signature is by one of the log's checkpoint keys (a retired one only for
+// the head it is pinned to), and its root is the log's at its size.
+func (s *Server) logSigned(text []byte) (cosign.Checkpoint, error) {
+	c, err := merkle.OpenCheckpoint(text, s.l.Origin(), s.l.VerifierKey())
+	if err != nil {
+		return cosign.Checkpoint{}, fmt.Errorf("it is not a checkpoint signed by this log's key: %w", err)
+	}
+	if size := s.l.Head().Size; c.Size > size {
+		return cosign.Checkpoint{}, fmt.Errorf("it is of size %d, beyond the log's %d entries: not this log's history", c.Size, size)
+	}
+	root, err := s.l.RootAt(c.Size)
+	if err != nil {
+		return cosign.Checkpoint{}, fmt.Errorf("the log's root at its size %d cannot be read: %w", c.Size, err)
+	}
+	if root != c.Root {
+		return cosign.Checkpoint{}, fmt.Errorf("its root at size %d is %s, the log's is %s: not this log's history", c.Size, c.Root, root)
+	}
+	return cosign.Checkpoint{Size: c.Size, Root: c.Root, Text: text}, nil
+}
+
 // currentCheckpoint is what GET /checkpoint serves: the newest checkpoint,
 // with the witness cosignatures gathered for it so far.
 func (s *Server) currentCheckpoint() ledger.Head {

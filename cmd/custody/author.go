@@ -35,7 +35,7 @@ func authorFlags(keyFlag, keyUsage string) []cli.Flag {
 		&cli.StringFlag{Name: "actor", Usage: "the signer's name (default: the name the ledger binds to the key)"},
 		&cli.StringFlag{Name: "out", Usage: "write the signed envelope to this file (- for standard output) instead of appending it", TakesFile: true},
 		&cli.Uint64Flag{Name: "seq", HideDefault: true, Usage: "with --out: the seq to use (default: the key's next seq in the ledger)"},
-		&cli.StringFlag{Name: "log", Usage: "with --out: the log's origin (default: the ledger's)"},
+		&cli.StringFlag{Name: "origin", Usage: "with --out: the log's origin (default: the ledger's)"},
 		jsonFlag(),
 	)
 }
@@ -60,7 +60,7 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 	}
 	a := &authoring{ctx: ctx, c: c, offline: c.IsSet("out")}
 	if !a.offline {
-		for _, f := range []string{"seq", "log"} {
+		for _, f := range []string{"seq", "origin"} {
 			if c.IsSet(f) {
 				return nil, usage(c, "--%s is for --out (when appending, the ledger decides it)", f)
 			}
@@ -141,7 +141,7 @@ func (a *authoring) id(prefix string) string {
 
 // header fills the common fields of a statement of kind k.
 func (a *authoring) header(k statement.Kind) (statement.Header, error) {
-	h := statement.Header{Type: k, Timestamp: statement.FormatTimestamp(time.Now()), Actor: a.c.String("actor"), Log: a.c.String("log"), Seq: a.c.Uint64("seq")}
+	h := statement.Header{Type: k, Timestamp: statement.FormatTimestamp(time.Now()), Actor: a.c.String("actor"), Log: a.c.String("origin"), Seq: a.c.Uint64("seq")}
 	keyID := sign.KeyID(a.pub)
 	if h.Log == "" {
 		l, err := a.ledger("finding the log's origin")

@@ -27,9 +27,10 @@ import (
 
 func initCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "init",
-		Usage:     "create a ledger in a data folder",
-		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]",
+		Name:  "init",
+		Usage: "create a ledger in a data folder",
+		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]\n" +
+			"   custody init --store postgres://... [--log NAME] --origin ORIGIN [...]",
 		Description: `Creates a ledger: its Badger database, and GENESIS as entry 0, signed by the
 admin key, naming the log key that signs checkpoints and the log's
 parameters. The origin names the log in every statement and checkpoint (use
@@ -37,9 +38,17 @@ a domain you control, like example.com/custody). Keys you do not give are
 generated into D/keys with mode 0600; keep the admin key offline. Prints the
 checkpoint verifier key, which is all an auditor needs.
 
+In a PostgreSQL database (--store), one database holds any number of logs:
+the default log, and logs with names (--log NAME, or $CUSTODY_LOG), each in a
+schema of its own with its own origin, keys and sequencer lease. init
+--log NAME creates the log NAME; an origin another log of the database has
+is refused. custody logs lists them; every command takes --log to choose
+one.
+
 Example:
 
-   custody init --dir ./custody-data --origin example.com/custody --admin-name admin`,
+   custody init --dir ./custody-data --origin example.com/custody --admin-name admin
+   custody init --store postgres://custody@db/custody --log payments --origin example.com/payments`,
 		Flags: []cli.Flag{
 			dirFlag(),
 			locFlag(locStore, ""),
@@ -81,6 +90,9 @@ Example:
 				// A log in a database keeps only what its servers need
 				// there; the admin key goes to a file here, to keep offline.
 				adminFile = "custody-admin.key"
+				if loc.log != "" {
+					adminFile = "custody-admin-" + loc.log + ".key"
+				}
 				_, priv, err := sign.GenerateKey()
 				if err != nil {
 					return err
@@ -119,7 +131,7 @@ Example:
 				return err
 			}
 			maxDepth, skew, maxTTL := gd.Params()
-			out := initInfo{Dir: dir, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
+			out := initInfo{Dir: dir, Log: loc.log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
 				AdminKeyFile: adminFile, AdminKeyID: sign.KeyID(adminPub), LogKeyFile: logFile,
 				MaxDepth: maxDepth, ClockSkewSeconds: skew, MaxTTLSeconds: maxTTL, Size: l.Head().Size}
 			if c.Bool("json") {
@@ -146,6 +158,7 @@ Example:
 
 type initInfo struct {
 	Dir              string `json:"dir"`
+	Log              string `json:"log,omitempty"` // the log's name in its database
 	Origin           string `json:"origin"`
 	VerifierKey      string `json:"verifier_key"`
 	AdminName        string `json:"admin_name"`

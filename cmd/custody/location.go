@@ -10,6 +10,7 @@ import (
 
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/storage/pgstore"
 )
 
 // # Where a command reads and writes
@@ -23,6 +24,12 @@ import (
 //  2. otherwise the first set of $CUSTODY_LEDGER, $CUSTODY_STORE and
 //     $CUSTODY_DIR, in that order, among the kinds the command takes;
 //  3. otherwise ./custody-data, for a command that takes a data folder.
+//
+// Which log of a database or a server: --log NAME, else $CUSTODY_LOG, else
+// the default log (logLocation). With --store it becomes the URL's
+// custody_log parameter (storage/pgstore), with --ledger the server's
+// /logs/NAME path; a data folder, a bundle and an export hold one log, so
+// a named log there is a usage error.
 //
 // Location flags never read the environment themselves (no urfave Sources):
 // that is how an exported variable used to beat a typed flag, or clash
@@ -85,11 +92,17 @@ func whereCategory(kinds []locKind) string {
 // defaultDir is the data folder when no flag or variable says.
 const defaultDir = "./custody-data"
 
+// logEnv names the log of a store or server when --log is not typed.
+const logEnv = "CUSTODY_LOG"
+
 // location is where a command reads and writes, and what said so.
 type location struct {
 	kind  locKind
 	value string
 	from  string // "--dir", "$CUSTODY_DIR" or "default"
+	// log names the log of a store or server ("" for the default log);
+	// value names it already.
+	log string
 }
 
 func (l location) String() string {
@@ -132,6 +145,68 @@ func locFlag(k locKind, usageText string) cli.Flag {
 		f.Usage = usageText
 	}
 	return f
+}
+
+// logFlag is --log, which names one log of a store or server; configure
+// gives it to every command that takes --store or --ledger.
+func logFlag() cli.Flag {
+	return &cli.StringFlag{Name: "log", Usage: "with --store or --ledger: the `NAME` of the log, among the logs of one database or server (custody logs lists them; $" + logEnv + "; default: the default log)"}
+}
+
+// logArg returns the log name typed with --log, or else $CUSTODY_LOG, and
+// what said so; "" when neither. Commands whose --log is something else
+// (serve's list) have none.
+func logArg(c *cli.Command) (name, from string) {
+	has := false
+	for _, f := range c.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "log" {
+			has = true
+		}
+	}
+	if !has {
+		return "", ""
+	}
+	if c.IsSet("log") {
+		return c.String("log"), "--log"
+	}
+	if v := os.Getenv(logEnv); v != "" {
+		return v, "$" + logEnv
+	}
+	return "", ""
+}
+
+// logLocation applies the log named by --log or $CUSTODY_LOG to loc.
+func logLocation(c *cli.Command, loc location) (location, error) {
+	name, from := logArg(c)
+	if from == "" || name == pgstore.DefaultLog {
+		return loc, nil
+	}
+	if err := pgstore.CheckLogName(name); err != nil {
+		return location{}, usage(c, "%s: %v", from, err)
+	}
+	switch loc.kind {
+	case locStore:
+		if _, have, err := pgstore.SplitLog(loc.value); err == nil && have != "" && have != name {
+			return location{}, usage(c, "%s %s, but the store URL%s names log %s (custody_log=%s): name one", from, name, loc.why(), have, have)
+		}
+		v, err := pgstore.WithLog(loc.value, name)
+		if err != nil {
+			return location{}, usage(c, "%s%s: %v", loc.from, loc.why(), err)
+		}
+		loc.value = v
+	case locLedger:
+		// A server serving several logs serves log NAME under /logs/NAME.
+		bases := strings.Split(loc.value, ",")
+		for i, b := range bases {
+			bases[i] = strings.TrimRight(strings.TrimSpace(b), "/") + "/logs/" + name
+		}
+		loc.value = strings.Join(bases, ",")
+	default:
+		return location{}, usage(c, "%s %s: a %s (%s%s) holds one log; logs with names are in a PostgreSQL database (--store postgres://...) or on a server (--ledger URL)",
+			from, name, locNoun(loc.kind), "--"+string(loc.kind), loc.why())
+	}
+	loc.log = name
+	return loc, nil
 }
 
 // dirFlag is --dir.
@@ -177,12 +252,22 @@ func resolveLocation(c *cli.Command) (location, error) {
 		}
 		return checkLocation(c, typed[0])
 	}
+	loc, err := envLocation(c, kinds)
+	if err != nil {
+		return loc, err
+	}
+	return checkLocation(c, loc)
+}
+
+// envLocation is resolveLocation past the typed flags: the environment,
+// else the default.
+func envLocation(c *cli.Command, kinds []locKind) (location, error) {
 	for _, e := range locEnv {
 		if !slices.Contains(kinds, e.kind) {
 			continue
 		}
 		if v := os.Getenv(e.env); v != "" {
-			return checkLocation(c, location{kind: e.kind, value: v, from: "$" + e.env})
+			return location{kind: e.kind, value: v, from: "$" + e.env}, nil
 		}
 	}
 	if slices.Contains(kinds, locDir) {
@@ -196,12 +281,13 @@ func resolveLocation(c *cli.Command) (location, error) {
 }
 
 // checkLocation refuses a store location that is not a store URL (a data
-// folder is --dir), as a usage error naming where it came from.
+// folder is --dir), as a usage error naming where it came from, and
+// applies the log --log or $CUSTODY_LOG names.
 func checkLocation(c *cli.Command, loc location) (location, error) {
 	if loc.kind == locStore && !ledger.IsStoreURL(loc.value) {
 		return location{}, usage(c, "%s %q: want a postgres:// URL (a data folder is --dir)", loc.from, loc.value)
 	}
-	return loc, nil
+	return logLocation(c, loc)
 }
 
 func locNoun(k locKind) string {

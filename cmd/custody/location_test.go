@@ -49,6 +49,7 @@ var wantLocations = map[string][]locKind{
 	"gate":              {locLedger},
 	"watch":             {locLedger},
 	"bench serve":       {locLedger},
+	"logs":              {locStore},
 }
 
 // notLocations are flags named like a location that are something else:

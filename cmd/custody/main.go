@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -252,6 +253,9 @@ func configure(cmd *cli.Command, path string) {
 	}
 	cmd.DisableSliceFlagSeparator = true
 	if kinds := locationKinds(cmd); len(kinds) > 0 {
+		if (slices.Contains(kinds, locStore) || slices.Contains(kinds, locLedger)) && !hasFlag(cmd, "log") {
+			cmd.Flags = append(cmd.Flags, logFlag())
+		}
 		heading := whereCategory(kinds)
 		for _, f := range cmd.Flags {
 			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
@@ -278,6 +282,16 @@ func configure(cmd *cli.Command, path string) {
 	for _, sub := range cmd.Commands {
 		configure(sub, path+" "+sub.Name)
 	}
+}
+
+// hasFlag reports whether cmd has a flag called name.
+func hasFlag(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // usage is a usage error about the command c.

@@ -219,4 +219,14 @@ type Log struct {
 // Event names on the events stream.
 const (
 	EventEntry = "entry"
+	// EventResume is the last event of a stream the server cut because
+	// its client fell behind; its data is a Resume. Reconnect with
+	// Last-Event-ID (the event's id, Resume.After) to miss nothing.
+	EventResume = "resume"
 )
+
+// Resume is the data of a resume event.
+type Resume struct {
+	After  uint64 `json:"after"`
+	Reason string `json:"reason"`
+}

@@ -2,10 +2,12 @@
 // pool), so that any number of custody servers can serve one log while
 // exactly one of them sequences it.
 //
-// One log per database, or per schema: a URL's search_path parameter
-// (postgres://…/db?search_path=mylog) chooses the schema, which must
-// exist. custody creates and migrates its tables itself (see migrations),
-// under an advisory lock, and refuses a schema a newer custody wrote.
+// Any number of logs per database: the default log in the URL's schema
+// (its search_path parameter, postgres://…/db?search_path=mylog, chooses
+// one, which must exist; public without it), and named logs, each in a
+// schema of its own, named by the URL parameter custody_log (see logs.go).
+// custody creates and migrates its tables itself (see migrations), under
+// an advisory lock, and refuses a schema a newer custody wrote.
 //
 // A batch is one transaction: the head row updated first, fenced by the
 // expected size and the sequencer lease's epoch, then the leaves, dedup
@@ -52,12 +54,18 @@ func IsURL(loc string) bool {
 type Options struct {
 	// MaxConns bounds the pool (default 16).
 	MaxConns int32
+	// Create makes the named log the URL names if the database does not
+	// hold it yet (custody init). With Origin set, Open first refuses an
+	// origin another log of the database has.
+	Create bool
+	Origin string
 }
 
 // Store is one log in one PostgreSQL database (or schema).
 type Store struct {
 	pool     *pgxpool.Pool
 	location string
+	log      string // the log's name ("" for the default log)
 	// epoch is the sequencer lease's epoch this store commits under (0:
 	// none; every commit is then fenced).
 	epoch atomic.Uint64
@@ -76,7 +84,11 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 16
 	}
-	cfg, err := pgxpool.ParseConfig(rawURL)
+	base, name, err := SplitLog(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(base)
 	if err != nil {
 		return nil, fmt.Errorf("store URL %s: %v", Redact(rawURL), err)
 	}
@@ -90,11 +102,29 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	if o.Create && o.Origin != "" {
+		self := name
+		if self == "" {
+			self = DefaultLog
+		}
+		if err := checkOrigin(ctx, base, self, o.Origin); err != nil {
+			return nil, err
+		}
+	}
+	if name != "" {
+		schema, err := findLog(ctx, cfg.ConnConfig.Copy(), Redact(rawURL), name, o.Create)
+		if err != nil {
+			return nil, wrapErr(Redact(rawURL), err)
+		}
+		// Every connection of the pool sees the log's own tables: no
+		// query names a schema.
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", Redact(rawURL), err)
 	}
-	s := &Store{pool: pool, location: Redact(rawURL), holder: holderName()}
+	s := &Store{pool: pool, location: Redact(rawURL), log: name, holder: holderName()}
 	if err := s.check(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -147,6 +177,14 @@ func (s *Store) Close() error {
 
 // Location is the URL without its password.
 func (s *Store) Location() string { return s.location }
+
+// Log is the log's name in its database ("default" for the default log).
+func (s *Store) Log() string {
+	if s.log == "" {
+		return DefaultLog
+	}
+	return s.log
+}
 
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -372,18 +410,37 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 		}
 		pb.Queue(qDedup, hs, idx)
 	}
+	// An upsert may not touch one row twice (SQLSTATE 21000), while a
+	// batch may write one tile or record more than once, as a Badger
+	// transaction may: the last write of each wins.
 	if len(b.Tiles) > 0 {
-		lv, idx, data := make([]int16, len(b.Tiles)), make([]int64, len(b.Tiles)), make([][]byte, len(b.Tiles))
-		for i, t := range b.Tiles {
-			lv[i], idx[i], data[i] = int16(t.Level), int64(t.Index), t.Data
+		var lv []int16
+		var idx []int64
+		var data [][]byte
+		at := make(map[[2]uint64]int, len(b.Tiles))
+		for _, t := range b.Tiles {
+			k := [2]uint64{uint64(t.Level), t.Index}
+			if i, ok := at[k]; ok {
+				data[i] = t.Data
+				continue
+			}
+			at[k] = len(data)
+			lv, idx, data = append(lv, int16(t.Level)), append(idx, int64(t.Index)), append(data, t.Data)
 		}
 		pb.Queue(qTiles, lv, idx, data)
 	}
 	var keys, vals [][]byte
+	at := make(map[string]int, len(b.Records))
 	for _, r := range b.Records {
-		if r.Value != nil {
-			keys, vals = append(keys, []byte(r.Key)), append(vals, r.Value)
+		if r.Value == nil {
+			continue
 		}
+		if i, ok := at[r.Key]; ok {
+			vals[i] = r.Value
+			continue
+		}
+		at[r.Key] = len(keys)
+		keys, vals = append(keys, []byte(r.Key)), append(vals, r.Value)
 	}
 	if len(keys) > 0 {
 		pb.Queue(qRecords, keys, vals)

@@ -44,7 +44,8 @@ func PostgresServer(tb testing.TB) string {
 }
 
 // PostgresURL returns the URL of a new, empty schema on the test server,
-// dropped when the test ends: one log per test.
+// dropped when the test ends with the schemas of the named logs made in
+// it: one database's worth of logs per test.
 func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	base := PostgresServer(tb)
@@ -67,6 +68,15 @@ func PostgresURL(tb testing.TB) string {
 		}
 		defer conn.Close(ctx)
 		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		// And the schemas of the named logs made in it (pgstore: logs.go).
+		rows, err := conn.Query(ctx, "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", schema+"_log_")
+		if err != nil {
+			return
+		}
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+		}
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -126,6 +136,28 @@ func Store(t *testing.T, opener Opener) {
 		}
 		if got, err := s.ReadFile("keys/log.key"); err != nil || string(got) != "pem" {
 			t.Fatalf("keys/log.key: %q, %v", got, err)
+		}
+	})
+	t.Run("SameKeyTwiceInABatch", func(t *testing.T) {
+		// A batch may change one authority record (or grow one tile) more
+		// than once, as a Badger transaction may: the last write wins.
+		s := opener(t)()
+		b := &storage.Batch{From: 0, Origin: "example.com/log", Leaves: [][]byte{[]byte("a"), []byte("b")},
+			Tiles: []storage.Tile{{Level: 0, Index: 0, Data: bytes.Repeat([]byte{1}, 32)}, {Level: 0, Index: 0, Data: bytes.Repeat([]byte{2}, 64)}},
+			Records: []storage.Record{{Key: "k/twice", Value: []byte("first")}, {Key: "k/once", Value: []byte("x")},
+				{Key: "k/twice", Value: []byte("second")}, {Key: "k/twice"}}}
+		b.Edge, b.Checkpoint = edge(t, b.Size()), []byte("checkpoint 2")
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatalf("a batch writing one record twice: %v", err)
+		}
+		if v, err := s.Record(ctx, "k/twice"); err != nil || string(v) != "second" {
+			t.Fatalf("record k/twice: %q, %v; want the last value written", v, err)
+		}
+		if v, err := s.Record(ctx, "k/once"); err != nil || string(v) != "x" {
+			t.Fatalf("record k/once: %q, %v", v, err)
+		}
+		if v, err := s.Tile(ctx, 0, 0); err != nil || !bytes.Equal(v, bytes.Repeat([]byte{2}, 64)) {
+			t.Fatalf("tile 0/0: %x, %v; want the last written", v, err)
 		}
 	})
 	t.Run("CommitsReadsAndReopens", func(t *testing.T) {
