@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +118,15 @@ func TestDiskFull(t *testing.T) {
 	}
 	w.l = l2
 	compareState(t, l2, w.replay())
+	// The workflow index holds each leaf once: none of the failed batch,
+	// whose index the sequencer had noted and then had to forget.
+	want, err := l2.walkAfter(context.Background(), "wf_fill", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l2.WorkflowIndexes("wf_fill"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("the workflow index after the failure: %d leaves ending %v (%v); the back-links %d ending %v",
+			len(got), got[max(0, len(got)-3):], err, len(want), want[max(0, len(want)-3):])
+	}
 	_ = statement.Receipt
 }

@@ -21,7 +21,9 @@ import (
 //
 // A read of the leaves after index N costs a binary search over the pages
 // (O(log length) record reads) and one page read per 256 leaves it
-// returns. An append rewrites one page, at most 2 KiB, once per batch.
+// returns. An append rewrites one page, at most 2 KiB, once per batch;
+// the sequencer keeps the count and last page of recently appended
+// workflows (wfCached), so it does not read them back for every batch.
 //
 // The index is derived data, not authority state: audit does not compare
 // it, and a replay of the log rebuilds it. Workflows begun before this
@@ -52,8 +54,18 @@ type wfState struct {
 	job   uint64 // the last batch that changed it
 }
 
+// wfCached bounds how many workflows' index states the sequencer keeps
+// once their batches have committed (at most 2 KiB each: the last page).
+// A workflow appended to again finds its count and last page here instead
+// of reading both from the store in every batch; past the bound, committed
+// states are forgotten at random and read again when next needed.
+var wfCached = 1024 // a variable for tests
+
 // wfIndexer keeps the index of the batches decided but not yet known to
-// be committed; owned by the sequencer goroutine.
+// be committed, and of up to wfCached workflows whose batches have
+// committed (what the store holds: only this sequencer writes the index,
+// and discard forgets it all whenever the store may hold something else);
+// owned by the sequencer goroutine.
 type wfIndexer struct {
 	pending map[string]*wfState
 	job     uint64 // the batch being decided
@@ -136,17 +148,26 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 	for wf := range x.dirty {
 		s := x.pending[wf]
 		put(wfCountKey(wf), binary.BigEndian.AppendUint64(nil, s.count))
-		put(wfPageKey(wf, (s.count-1)/wfPageSize), append([]byte(nil), s.page...))
+		// The page is only ever appended to, past what this batch writes,
+		// so its bytes can go to the store as they are.
+		put(wfPageKey(wf, (s.count-1)/wfPageSize), s.page[:len(s.page):len(s.page)])
 	}
 	clear(x.dirty)
 }
 
-// committed forgets the state of workflows no batch after job changed:
-// the store holds it.
+// committed records that the batches up to job are in the store: past
+// wfCached workflows, it forgets states no later batch changed (the store
+// holds them) until a quarter of the room is free again.
 func (x *wfIndexer) committed(job uint64) {
+	if len(x.pending) <= wfCached {
+		return
+	}
 	for wf, s := range x.pending {
 		if s.job <= job {
 			delete(x.pending, wf)
+			if len(x.pending) <= wfCached*3/4 {
+				return
+			}
 		}
 	}
 }

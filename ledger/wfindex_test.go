@@ -17,7 +17,18 @@ import (
 // it replaces, for two interleaved workflows of several pages written in
 // batches of many leaves (pages fill inside a batch), across a reopen, and
 // that paged reads return every leaf once.
-func TestWorkflowIndex(t *testing.T) {
+func TestWorkflowIndex(t *testing.T) { testWorkflowIndex(t) }
+
+// TestWorkflowIndexEvicted is TestWorkflowIndex with room for one
+// workflow's index state in the sequencer: each batch of two workflows
+// evicts one, which is then read back from the store.
+func TestWorkflowIndexEvicted(t *testing.T) {
+	defer func(n int) { wfCached = n }(wfCached)
+	wfCached = 1
+	testWorkflowIndex(t)
+}
+
+func testWorkflowIndex(t *testing.T) {
 	w := newWorld(t, Options{})
 	alice := newActor(t, "user:alice")
 	w.enroll(alice)
