@@ -13,7 +13,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,7 +304,9 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 		}
 	}()
 	time.Sleep(settle)
+	srvCPU, ownCPU := procCPU(e.sp.pid()), procCPU(os.Getpid())
 	run := e.measureHonest(attackWindow)
+	srvCPU, ownCPU = procCPU(e.sp.pid())-srvCPU, procCPU(os.Getpid())-ownCPU
 	herr := healthy(e.sp.url)
 	cancel()
 	select {
@@ -330,11 +334,31 @@ func (e *abuseEnv) attack(t *testing.T, name string, baseline honestRun, prepare
 	if heapPeak > heapBound {
 		t.Errorf("%s: the server's Go heap in use reached %d MiB (bound %d MiB)", name, heapPeak>>20, heapBound>>20)
 	}
-	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB (anonymous peak %d kB), heap in use peak %d MiB",
-		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak, sampler.anonPeak.Load(), heapPeak>>20)
+	fig := fmt.Sprintf("%-26s honest %7.1f appends/s (%3.0f%% of baseline %.1f), server RSS %d -> peak %d kB (anonymous peak %d kB), heap in use peak %d MiB; CPU in the window: server %.2fs, test process (attackers and honest agents) %.2fs",
+		name, run.rate(), 100*run.rate()/baseline.rate(), baseline.rate(), rssBefore, peak, sampler.anonPeak.Load(), heapPeak>>20, srvCPU.Seconds(), ownCPU.Seconds())
 	t.Log(fig)
 	e.figures = append(e.figures, fig)
 	return run
+}
+
+// procCPU is the CPU time (user and system) process pid has used.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // metricValue reads one unlabelled sample from the server's /metrics.

@@ -279,6 +279,73 @@ func TestReaderAttacks(t *testing.T) {
 		aftermath("workflow pages")
 	})
 
+	t.Run("combined", func(t *testing.T) {
+		// Every attack above at once: 1,000 subscribers that never read,
+		// 200 clients opening streams from the long workflow's start and
+		// closing them, 40 clients asking for its whole bundle and 40
+		// reading its pages. Honest appends must all succeed and the
+		// server's heap stay bounded (attack checks both).
+		var conns []net.Conn
+		var mu sync.Mutex
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		var bundles, pages statusCounts
+		bundles.m, pages.m = map[string]int{}, map[string]int{}
+		e.attack(t, "all of them at once", baseline, func() {
+			var wg sync.WaitGroup
+			for i := range readerSubscribers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, status, err := subscribe(100+i%20, addr, e.honest[i%len(e.honest)].wf, 0)
+					if err == nil && status == http.StatusOK {
+						mu.Lock()
+						conns = append(conns, c)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d of %d subscribers opened", len(conns), readerSubscribers)
+		}, func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				getFlood(ctx, 40, fmt.Sprintf("%s/v1/bundle?index=%d&workflow=1", e.sp.url, last), &bundles)
+			}()
+			go func() {
+				defer wg.Done()
+				getFlood(ctx, 40, e.sp.url+"/v1/workflows/wf_long?after=0", &pages)
+			}()
+			for i := range 200 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						c, status, err := subscribe(2+i%50, addr, "wf_long", 0)
+						if err == nil && status == http.StatusOK {
+							c.Close()
+						} else {
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+		bundles.log(t, e, "bundles (combined)")
+		pages.log(t, e, "workflow pages (combined)")
+		for _, c := range conns {
+			c.Close()
+		}
+		conns = nil
+		aftermath("all of them")
+	})
+
 	t.Run("unknown_workflow_streams", func(t *testing.T) {
 		// Streams on workflows that do not exist take no slot: 404.
 		notFound := 0
