@@ -62,14 +62,20 @@ func custody(t *testing.T, args ...string) (string, int) {
 // its verifier key.
 func initLog(t *testing.T, store string, admin *testlog.Actor) string {
 	t.Helper()
+	return initLogAt(t, store, origin, admin)
+}
+
+// initLogAt is initLog with an origin, and more init flags (--log NAME).
+func initLogAt(t *testing.T, store, origin string, admin *testlog.Actor, args ...string) string {
+	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "admin.key")
 	if err := sign.WritePrivateKeyFile(keyFile, admin.Priv, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := custody(t, "init", "--store", store, "--origin", origin, "--admin-key", keyFile); code != 0 {
+	if out, code := custody(t, append([]string{"init", "--store", store, "--origin", origin, "--admin-key", keyFile}, args...)...); code != 0 {
 		t.Fatalf("custody init: exit %d\n%s", code, out)
 	}
-	out, code := custody(t, "checkpoint", "--store", store, "--key")
+	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--key"}, args...)...)
 	if code != 0 {
 		t.Fatalf("custody checkpoint --key: exit %d\n%s", code, out)
 	}
@@ -173,7 +179,16 @@ var readyClient = &http.Client{Timeout: time.Second}
 
 // role asks /readyz: "leader" or "follower", and the leader's URL.
 func (s *server) role() (string, string, error) {
-	resp, err := readyClient.Get(s.URL + "/readyz")
+	return s.roleAt(s.URL)
+}
+
+// logRole is role for the log name of a server of several.
+func (s *server) logRole(name string) (string, string, error) {
+	return s.roleAt(s.URL + "/logs/" + name)
+}
+
+func (s *server) roleAt(base string) (string, string, error) {
+	resp, err := readyClient.Get(base + "/readyz")
 	if err != nil {
 		return "", "", err
 	}
@@ -242,6 +257,12 @@ type cast struct {
 }
 
 func newCast(t *testing.T, c *client.Client, admin *testlog.Actor, n int) *cast {
+	t.Helper()
+	return newCastAt(t, c, origin, admin, n)
+}
+
+// newCastAt is newCast on the log of another origin.
+func newCastAt(t *testing.T, c *client.Client, origin string, admin *testlog.Actor, n int) *cast {
 	t.Helper()
 	cs := &cast{au: testlog.NewAuthor(origin, realClock(t)), admin: admin, alice: testlog.NewActor("user:alice")}
 	admin.Seq = 1 // GENESIS
