@@ -36,6 +36,7 @@ func TestFollowerLearnsHeadsByNotify(t *testing.T) {
 	follows := func(what string) {
 		t.Helper()
 		want := w.L.Head().Size
+		start := time.Now()
 		deadline := time.After(20 * time.Second)
 		for f.Head().Size != want {
 			select {
@@ -47,6 +48,7 @@ func TestFollowerLearnsHeadsByNotify(t *testing.T) {
 		if f.Head().Root != w.L.Head().Root {
 			t.Fatalf("%s: the follower's root differs at size %d", what, want)
 		}
+		t.Logf("%s: followed %v after the leader's answer", what, time.Since(start))
 	}
 	au := w.Author
 	appendOne := func(name string) {
