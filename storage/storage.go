@@ -83,7 +83,9 @@ type Batch struct {
 	From   uint64   // the committed size it extends: the fence
 	Leaves [][]byte // leaves From, From+1, …
 	Dedup  []Dedup
-	Tiles  []Tile
+	// Tiles and Records given twice in one batch (the same level and
+	// index, the same key) keep the last one given.
+	Tiles []Tile
 	// Records are authority state records; a nil Value is never written.
 	Records    []Record
 	Edge       []byte
