@@ -32,6 +32,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "custody")
+	// A log on a database keeps its signed head under the user's
+	// configuration folder, named for the URL and origin. The test
+	// clusters' ports are reused from run to run with new logs of the same
+	// origin, whose keys differ: each run keeps its own folder, so that a
+	// signed head left by an earlier run is not taken for this log's.
+	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
+		panic(err)
+	}
 	out, err := exec.Command("go", "build", "-o", binary, "github.com/custodylog/custody/cmd/custody").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building custody: %v\n%s", err, out)

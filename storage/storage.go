@@ -172,6 +172,18 @@ type Lease struct {
 	Failovers uint64
 }
 
+// HeadWatcher is implemented by a store that many servers share and that
+// can announce commits to them (PostgreSQL: LISTEN/NOTIFY). WatchHead
+// returns a channel that receives, soon after any server commits a batch
+// to this log, a signal (never blocking: one pending signal stands for
+// any number of commits), until ctx ends or the store is closed. A signal
+// may come without a commit (after the listening connection was made
+// again, for what it may have missed); while the connection is down no
+// signal comes at all, so the caller must keep polling the head as well.
+type HeadWatcher interface {
+	WatchHead(ctx context.Context) <-chan struct{}
+}
+
 // Settler is implemented by a store that can wait out a transaction whose
 // commit outcome is unknown: SettleUnknown returns once that transaction
 // has ended on the server (committed or rolled back, ending it if need
