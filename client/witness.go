@@ -36,6 +36,9 @@ func isPendingReceipt(env *sign.Parsed) bool {
 // or the newest witnessed checkpoint the server has, waited for up to
 // Options.WitnessWait, with the leaf's inclusion proof under it. Every
 // piece is checked: the log's signature, the cosignatures, the proof.
+// The server is asked to wait itself until a checkpoint that includes the
+// entry is witnessed (?size=&wait=), so the answer comes the moment the
+// quorum is met; a server that does not wait is asked again with backoff.
 func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 	p := c.opts.Policy
 	if ev := p.Evaluate(r.CheckpointText); ev.Satisfied {
@@ -44,10 +47,14 @@ func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.WitnessWait)
 	defer cancel()
-	wait := 20 * time.Millisecond
+	backoff := 20 * time.Millisecond
 	var last error
 	for {
-		err := c.witnessedUnder(ctx, r)
+		left := c.opts.WitnessWait
+		if d, ok := ctx.Deadline(); ok {
+			left = time.Until(d)
+		}
+		err := c.witnessedUnder(ctx, r, left)
 		if err == nil {
 			return nil
 		}
@@ -55,7 +62,7 @@ func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 			return err
 		}
 		last = err
-		t := time.NewTimer(wait)
+		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -63,14 +70,15 @@ func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 			return fmt.Errorf("%w: entry %d is logged, but no checkpoint that includes it met the witness quorum (%s) within %s: %v",
 				ErrNotWitnessed, r.Index, p, c.opts.WitnessWait, last)
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+		backoff = min(2*backoff, 500*time.Millisecond)
 	}
 }
 
 // witnessedUnder tries once to put r under the server's newest witnessed
-// checkpoint.
-func (c *Client) witnessedUnder(ctx context.Context, r *Receipt) error {
-	body, err := c.get(ctx, api.PathWitnessed, 64<<10)
+// checkpoint, which the server waits for, up to wait, until it includes r.
+func (c *Client) witnessedUnder(ctx context.Context, r *Receipt, wait time.Duration) error {
+	path := fmt.Sprintf("%s?size=%d&wait=%d", api.PathWitnessed, r.Index+1, max(wait.Milliseconds(), 0))
+	body, err := c.get(ctx, path, 64<<10)
 	if err != nil {
 		var he *HTTPError
 		if errors.As(err, &he) && he.Status == http.StatusNotFound {

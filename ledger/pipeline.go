@@ -409,9 +409,9 @@ func (l *Ledger) process(batch []*request) {
 	// anything on the state it left (without waiting if it is still running).
 	if j := l.inflight; j != nil {
 		select {
-		case err := <-j.done:
+		case <-j.finished:
 			l.inflight = nil
-			if err != nil {
+			if j.err != nil {
 				l.recoverState()
 			}
 		default:
@@ -549,7 +549,8 @@ func (l *Ledger) process(batch []*request) {
 		seen[req.hash] = i
 		next++
 	}
-	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, wfNew: wfNew, done: make(chan error, 1)}
+	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, wfNew: wfNew,
+		stored: make(chan struct{}), finished: make(chan struct{})}
 	if len(hashes) > 0 {
 		if err := l.prepare(j, b, hashes); err != nil {
 			if errors.Is(err, errTxnTooBig) {
@@ -561,19 +562,27 @@ func (l *Ledger) process(batch []*request) {
 			return
 		}
 	}
-	// One commit in flight at a time: this batch was decided on the state
-	// the previous one leaves, so it may go only if that one committed.
-	if err := l.drain(); err != nil {
+	// One store commit at a time: this batch was decided on the state the
+	// previous one leaves, so it may go only once that one is in the
+	// store. The previous batch's signed-head write and answers may still
+	// be running; this one's wait for them (commitJob).
+	if err := l.drainStored(); err != nil {
 		l.fail(batch, answers, err)
 		return
 	}
 	l.wfx.committed(l.wfx.job - 1)
 	l.next, l.lastAt = next, at
 	if len(hashes) == 0 {
+		// Answered with the published head, which must include every
+		// batch before: wait for them all.
+		if err := l.drain(); err != nil {
+			l.fail(batch, answers, err)
+			return
+		}
 		l.answer(j, l.head.Load())
 		return
 	}
-	l.inflight = j
+	j.prev, l.inflight = l.inflight, j
 	go l.commitJob(j)
 }
 
@@ -587,7 +596,19 @@ type job struct {
 	prover    *merkle.Prover      // proves its answers from the tiles it writes
 	batch     *storage.Batch      // everything its transaction writes
 	head      *Head               // the head it commits
-	done      chan error          // the commit's outcome (buffered 1; on failure sent before its answers)
+	// prev is the batch committed before this one, whose signed-head
+	// write and answers go first (nil once they have).
+	prev *job
+	// stored is closed once the store's commit has returned, with its
+	// error in storeErr; finished once the answers are sent (on failure:
+	// before they are, so that a submitter retrying at once finds the
+	// sequencer's state recovered), with the batch's outcome (the
+	// commit's or the signed-head write's error) in err. Each is written
+	// before its channel is closed.
+	stored   chan struct{}
+	storeErr error
+	finished chan struct{}
+	err      error
 }
 
 // prepare extends the tree with a batch's leaves and gathers everything its
@@ -670,8 +691,9 @@ func (l *Ledger) inflightHash(h [32]byte) (int, bool) {
 	return i, ok
 }
 
-// drain waits for the batch in flight, if any, and returns its commit's
-// error. After an error, everything decided since that batch rests on
+// drain waits for the batches in flight, if any, to be answered, and
+// returns the last one's error (a batch is answered only after the one
+// before it). After an error, everything decided since that batch rests on
 // state that was never committed: the caller must fail it.
 func (l *Ledger) drain() error {
 	j := l.inflight
@@ -679,16 +701,43 @@ func (l *Ledger) drain() error {
 		return nil
 	}
 	l.inflight = nil
-	return <-j.done
+	<-j.finished
+	return j.err
+}
+
+// drainStored waits until the batch in flight, if any, is in the store:
+// the next batch may commit then. If its commit failed, it drains.
+func (l *Ledger) drainStored() error {
+	j := l.inflight
+	if j == nil {
+		return nil
+	}
+	<-j.stored
+	if j.storeErr != nil {
+		return l.drain()
+	}
+	return nil
 }
 
 // commitJob writes a prepared batch in one transaction with SyncWrites,
-// publishes the new head, and only then answers its submissions.
+// then, once the batch before it is answered, keeps its checkpoint in the
+// signed-head file, publishes the new head, and only then answers its
+// submissions. So the next batch's store commit can run while this one's
+// signed head is synced, and heads are written and published in order.
 func (l *Ledger) commitJob(j *job) {
 	err := l.commit(j)
+	j.storeErr = err
+	close(j.stored)
+	if p := j.prev; p != nil {
+		<-p.finished
+		j.prev = nil
+	}
 	if err == nil {
-		// Durable outside the store before anyone sees it (signedhead.go).
-		if err = l.hf.write(j.head.Checkpoint); err != nil {
+		if f := l.failed.Load(); f != nil {
+			// The batch before could not keep its signed head: this one
+			// is in the store, but its checkpoint is never shown.
+			err = *f
+		} else if err = l.writeHead(j); err != nil {
 			err = fmt.Errorf("entries %d..%d are committed, but their checkpoint could not be kept in the signed-head file (%w); the ledger stops appending: restart it",
 				j.head.Size-uint64(j.n), j.head.Size-1, err)
 			l.failed.Store(&err)
@@ -705,7 +754,8 @@ func (l *Ledger) commitJob(j *job) {
 		// a submitter that retries at once must find the state recovered,
 		// not be refused with this batch's error while its answers are
 		// still being sent.
-		j.done <- err
+		j.err = err
+		close(j.finished)
 		for i := range j.answers {
 			a := &j.answers[i]
 			if a.err == nil {
@@ -717,7 +767,22 @@ func (l *Ledger) commitJob(j *job) {
 	}
 	l.advanceHead(j.head, j.workflows, j.wfNew)
 	l.answer(j, j.head)
-	j.done <- nil
+	close(j.finished)
+}
+
+// testHeadWrite, set by tests only, runs before each signed-head write.
+var testHeadWrite func(*Head)
+
+// writeHead makes the batch's checkpoint durable in the signed-head file
+// (signedhead.go), before anyone sees it.
+func (l *Ledger) writeHead(j *job) error {
+	start := time.Now()
+	if testHeadWrite != nil {
+		testHeadWrite(j.head)
+	}
+	err := l.hf.write(j.head.Checkpoint)
+	l.stats.recordHead(time.Since(start))
+	return err
 }
 
 // answer sends a batch's answers, with the head that includes them.

@@ -185,12 +185,14 @@ type Server struct {
 	reading chan struct{} // one token per append body being read
 	streams chan struct{} // one token per open event stream
 	heavy   chan struct{} // one token per heavy read (readcap.go)
+	waiters chan struct{} // one token per request waiting for a witnessed checkpoint (witness.go)
 	addrs   addrStreams   // open streams per client address
 	events  eventCache    // encoded stream events, shared by streams
 	hub     hub           // the workflows streams follow (fanout.go)
 
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
+	restoreErr error            // why the stored witnessed checkpoint was refused (witness.go)
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -204,7 +206,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
 		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
-		heavy: make(chan struct{}, opts.MaxHeavyReads), events: eventCache{max: 4096}}
+		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
 	reg := opts.Registry
 	if reg == nil {
@@ -220,7 +222,13 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		if wo.Logger == nil {
 			wo.Logger = s.log
 		}
+		if wo.Store == nil {
+			wo.Store = l.Store()
+		}
 		s.cos, s.witnessErr = cosign.New(opts.WitnessPolicy, l, wo)
+		if s.cos != nil {
+			s.restoreWitnessed()
+		}
 	}
 	s.routes(reg)
 	return s

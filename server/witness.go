@@ -85,6 +85,46 @@ func (s *Server) RunWitnesses(ctx context.Context) error {
 	}
 }
 
+// restoreWitnessed serves again the witnessed checkpoint an earlier run
+// kept in the store (cosign.Restore), if it is a checkpoint this log
+// signed of its own tree and its cosignatures meet the policy; otherwise
+// it says why at ERROR and starts without it (WitnessRestoreError).
+func (s *Server) restoreWitnessed() {
+	w, ok, err := s.cos.Restore(s.logSigned)
+	switch {
+	case err != nil:
+		s.restoreErr = err
+		s.log.Error("witnesses: "+err.Error()+"; serving checkpoints without cosignatures until the witnesses cosign again", "store", s.l.Dir())
+	case ok:
+		s.log.Info("witnesses: serving the witnessed checkpoint kept in the store", "size", w.Size, "cosigned_by", len(w.Evaluation.Signed))
+	}
+}
+
+// WitnessRestoreError is why the witnessed checkpoint kept in the store
+// was refused at start (nil if it was served, or there was none).
+func (s *Server) WitnessRestoreError() error { return s.restoreErr }
+
+// logSigned checks a checkpoint kept in the store against the log: its
+// signature is by one of the log's checkpoint keys (a retired one only for
+// the head it is pinned to), and its root is the log's at its size.
+func (s *Server) logSigned(text []byte) (cosign.Checkpoint, error) {
+	c, err := merkle.OpenCheckpoint(text, s.l.Origin(), s.l.VerifierKey())
+	if err != nil {
+		return cosign.Checkpoint{}, fmt.Errorf("it is not a checkpoint signed by this log's key: %w", err)
+	}
+	if size := s.l.Head().Size; c.Size > size {
+		return cosign.Checkpoint{}, fmt.Errorf("it is of size %d, beyond the log's %d entries: not this log's history", c.Size, size)
+	}
+	root, err := s.l.RootAt(c.Size)
+	if err != nil {
+		return cosign.Checkpoint{}, fmt.Errorf("the log's root at its size %d cannot be read: %w", c.Size, err)
+	}
+	if root != c.Root {
+		return cosign.Checkpoint{}, fmt.Errorf("its root at size %d is %s, the log's is %s: not this log's history", c.Size, c.Root, root)
+	}
+	return cosign.Checkpoint{Size: c.Size, Root: c.Root, Text: text}, nil
+}
+
 // currentCheckpoint is what GET /checkpoint serves: the newest checkpoint,
 // with the witness cosignatures gathered for it so far.
 func (s *Server) currentCheckpoint() ledger.Head {
@@ -110,10 +150,31 @@ func (s *Server) provingHead(index uint64) ledger.Head {
 }
 
 // getWitnessed serves the newest checkpoint that meets the witness quorum.
+// With ?size=N it first waits, up to ?wait=MS milliseconds (at most, and
+// by default, Options.WitnessTimeout), until one of at least N entries
+// does: a client waiting for its entry to be witnessed gets the answer the
+// moment the quorum is met, instead of polling (client.requireWitnessed).
 func (s *Server) getWitnessed(w http.ResponseWriter, r *http.Request) {
 	if s.cos == nil {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "this log has no witness policy")
 		return
+	}
+	if v := r.URL.Query().Get("size"); v != "" {
+		size, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "size="+v+" is not a tree size")
+			return
+		}
+		wait := s.opts.WitnessTimeout
+		if v := r.URL.Query().Get("wait"); v != "" {
+			ms, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait="+v+" is not a number of milliseconds")
+				return
+			}
+			wait = min(wait, time.Duration(ms)*time.Millisecond)
+		}
+		s.awaitWitnessed(r.Context(), size, wait)
 	}
 	best, ok := s.cos.Best()
 	if !ok {
@@ -124,6 +185,28 @@ func (s *Server) getWitnessed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Length", strconv.Itoa(len(best.Cosigned)))
 	w.Write(best.Cosigned)
+}
+
+// awaitWitnessed waits, up to wait, until a checkpoint of at least size
+// entries meets the quorum, or the server stops. Waiters are bounded (one
+// per append the server may have in flight); past that it does not wait.
+func (s *Server) awaitWitnessed(ctx context.Context, size uint64, wait time.Duration) {
+	select {
+	case s.waiters <- struct{}{}:
+		defer func() { <-s.waiters }()
+	default:
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.cos.Wait(ctx, size) // an error: not witnessed in time; answer what there is
 }
 
 // gatesAStep reports whether a logged leaf is a pending RECEIPT: the

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,9 +27,17 @@ type witnessed struct {
 	*servertest.Log
 	w      []*witnesstest.Witness
 	policy *witness.Policy
+	logKey ed25519.PrivateKey
 }
 
-func startWitnessed(t *testing.T, opts server.Options) *witnessed {
+func startWitnessed(t testing.TB, opts server.Options) *witnessed {
+	t.Helper()
+	return startWitnessedAt(t, t.TempDir(), opts)
+}
+
+// startWitnessedAt is startWitnessed with the log in loc (a data folder
+// or a postgres:// URL).
+func startWitnessedAt(t testing.TB, loc string, opts server.Options) *witnessed {
 	t.Helper()
 	logPub, logKey := servertest.Key(t)
 	vkey, err := merkle.VerifierKey(servertest.Origin, logPub)
@@ -47,10 +56,10 @@ func startWitnessed(t *testing.T, opts server.Options) *witnessed {
 		t.Fatal(err)
 	}
 	opts.WitnessPolicy = p
-	return &witnessed{Log: servertest.StartKeyed(t, logKey, opts), w: ws, policy: p}
+	return &witnessed{Log: servertest.StartKeyedAt(t, loc, logKey, opts), w: ws, policy: p, logKey: logKey}
 }
 
-func (wl *witnessed) signedBy(t *testing.T, cp []byte) []string {
+func (wl *witnessed) signedBy(t testing.TB, cp []byte) []string {
 	t.Helper()
 	var names []string
 	for _, s := range wl.policy.Evaluate(cp).Signed {

@@ -22,6 +22,7 @@
 //	GET  /checkpoint                      C2SP tlog-checkpoint (signed note), with the witness
 //	                                      cosignatures gathered for it so far
 //	GET  /v1/checkpoint/witnessed         the newest checkpoint that meets the witness quorum
+//	     [?size=N[&wait=MS]]              (first waiting, up to MS, for one of at least N entries)
 //	                                      (404 without a policy, or before one does)
 //	GET  /tile/<L>/<N>[.p/<W>]            C2SP tlog-tiles hash tile
 //	GET  /tile/entries/<N>[.p/<W>]        C2SP tlog-tiles entry bundle

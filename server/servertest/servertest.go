@@ -42,6 +42,8 @@ type Log struct {
 	AdminKey ed25519.PrivateKey
 	Client   *client.Client
 	n        atomic.Int64
+	stop     sync.Once
+	stopFn   func()
 
 	mu   sync.Mutex
 	keys map[*client.Runtime]ed25519.PrivateKey // guarded by mu
@@ -63,11 +65,23 @@ func StartKeyed(t testing.TB, logKey ed25519.PrivateKey, opts server.Options) *L
 	return serve(t, dir, l, adminPriv, opts)
 }
 
+// StartKeyedAt is StartKeyed with the log in loc: a data folder, or a
+// postgres:// URL (storagetest.PostgresURL makes one per test). Dir is loc.
+func StartKeyedAt(t testing.TB, loc string, logKey ed25519.PrivateKey, opts server.Options) *Log {
+	t.Helper()
+	dir, l, adminPriv := initLogAt(t, loc, logKey)
+	return serve(t, dir, l, adminPriv, opts)
+}
+
 // initLog creates a ledger with a fresh admin key in t.TempDir(), and a
 // fresh log key unless one is given.
 func initLog(t testing.TB, logKey ed25519.PrivateKey) (string, *ledger.Ledger, ed25519.PrivateKey) {
 	t.Helper()
-	dir := t.TempDir()
+	return initLogAt(t, t.TempDir(), logKey)
+}
+
+func initLogAt(t testing.TB, dir string, logKey ed25519.PrivateKey) (string, *ledger.Ledger, ed25519.PrivateKey) {
+	t.Helper()
 	_, adminPriv, err := sign.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -144,13 +158,14 @@ func serve(t testing.TB, dir string, l *ledger.Ledger, adminPriv ed25519.Private
 	wctx, wstop := context.WithCancel(context.Background())
 	wdone := make(chan struct{})
 	go func() { defer close(wdone); s.RunWitnesses(wctx) }()
-	t.Cleanup(func() {
+	lg.stopFn = func() {
 		hs.CloseClientConnections()
 		hs.Close()
 		wstop()
 		<-wdone
 		l.Close()
-	})
+	}
+	t.Cleanup(lg.Close)
 	lg.Client = lg.NewClient()
 	lg.AdminKey = adminPriv
 	lg.Admin = lg.runtime(adminPriv, "admin")
@@ -242,4 +257,22 @@ func (lg *Log) Get(path string) (int, http.Header, []byte) {
 		lg.T.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, body
+}
+
+// Close stops the server, its witness loop and the ledger (the test's end
+// does it too).
+func (lg *Log) Close() { lg.stop.Do(lg.stopFn) }
+
+// Restart closes the log and serves its data folder again with opts, as
+// a restarted `custody serve` would: a new ledger and a new server on
+// another port. The runtimes the harness made keep signing for the new
+// server's client (Admin, Principal and Agent make new ones).
+func (lg *Log) Restart(opts server.Options) *Log {
+	lg.T.Helper()
+	lg.Close()
+	l, err := ledger.Open(lg.Dir, ledger.Options{})
+	if err != nil {
+		lg.T.Fatal(err)
+	}
+	return serve(lg.T, lg.Dir, l, lg.AdminKey, opts)
 }

@@ -46,15 +46,22 @@ var (
 	kOrigin     = []byte("morigin")
 )
 
+// The lengths of the fixed-size keys (Weigh counts them).
+const (
+	leafKeyLen = 9
+	tileKeyLen = 10
+	hashKeyLen = 33
+)
+
 func leafKey(index uint64) []byte {
-	k := make([]byte, 9)
+	k := make([]byte, leafKeyLen)
 	k[0] = pLeaf
 	binary.BigEndian.PutUint64(k[1:], index)
 	return k
 }
 
 func tileKey(level, index uint64) []byte {
-	k := make([]byte, 10)
+	k := make([]byte, tileKeyLen)
 	k[0] = pTile
 	k[1] = byte(level)
 	binary.BigEndian.PutUint64(k[2:], index)
@@ -480,17 +487,36 @@ func (s *Store) Budget() int { return budget }
 // for a value in the value log), two bytes of metadata and ten of
 // version; and, against the limit on entries, MaxNodeSize bytes each. The
 // larger of the two counts.
+// It counts the writes Commit makes (writes) without building their keys.
 func (s *Store) Weigh(b *storage.Batch) int {
-	var bytes int
-	w := writes(b)
-	for _, kv := range w {
-		v := len(kv[1])
-		if v >= valueThreshold {
-			v = 12
+	var bytes, n int
+	add := func(key, value int) {
+		if value >= valueThreshold {
+			value = 12
 		}
-		bytes += len(kv[0]) + v + 2 + 10
+		bytes += key + value + 2 + 10
+		n++
 	}
-	return max(bytes, len(w)*skl.MaxNodeSize)
+	for _, leaf := range b.Leaves {
+		add(leafKeyLen, len(leaf))
+	}
+	for range b.Dedup {
+		add(hashKeyLen, 8)
+	}
+	for _, t := range b.Tiles {
+		add(tileKeyLen, len(t.Data))
+	}
+	for _, r := range b.Records {
+		if r.Value != nil {
+			add(1+len(r.Key), len(r.Value))
+		}
+	}
+	add(len(kEdge), len(b.Edge))
+	add(len(kCheckpoint), len(b.Checkpoint))
+	if b.Origin != "" {
+		add(len(kOrigin), len(b.Origin))
+	}
+	return max(bytes, n*skl.MaxNodeSize)
 }
 
 // Commit writes b in one transaction with SyncWrites. The folder lock

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -160,7 +159,30 @@ func (c *cutter) serve(client net.Conn) {
 		client.Close()
 		return
 	}
-	go func() { io.Copy(client, server); client.Close() }()
+	// swallow, once set, keeps the server's answers from the client, and
+	// answered says the server has answered (to the COMMIT: it committed).
+	var swallow atomic.Bool
+	answered := make(chan struct{}, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := server.Read(buf)
+			if n > 0 {
+				if swallow.Load() {
+					select {
+					case answered <- struct{}{}:
+					default:
+					}
+				} else if _, err := client.Write(buf[:n]); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		client.Close()
+	}()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := client.Read(buf)
@@ -168,11 +190,20 @@ func (c *cutter) serve(client net.Conn) {
 			chunk := buf[:n]
 			if mode := c.armed.Load(); mode != 0 && bytes.Contains(chunk, commitMsg) && c.armed.CompareAndSwap(mode, 0) {
 				c.cuts.Add(1)
-				client.Close() // the answer never reaches the client
 				if mode == 2 {
+					// The COMMIT reaches the server, which commits; its
+					// answer never reaches the client. Waiting for the
+					// answer makes the commit certain however loaded the
+					// machine is (the client's read-back would otherwise
+					// race the server's reading of COMMIT).
+					swallow.Store(true)
 					server.Write(chunk)
-					time.Sleep(50 * time.Millisecond) // let it reach the server before the cut
+					select {
+					case <-answered:
+					case <-time.After(30 * time.Second):
+					}
 				}
+				client.Close()
 				server.Close()
 				return
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/custodylog/custody/storage/storagetest"
 )
 
-func open(t *testing.T, url string) *pgstore.Store {
+func open(t testing.TB, url string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 	if err != nil {

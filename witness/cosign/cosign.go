@@ -26,6 +26,14 @@
 // ERROR and counted as "fork". A 409 that names a smaller size is a
 // witness that is behind (or a cosigner that restarted): the cosigner
 // resyncs to that size and asks again at once.
+//
+// # What it keeps
+//
+// With Options.Store, the newest checkpoint that met the quorum, with
+// every cosignature gathered for it, is kept durably in the log's store
+// and read back by Restore at start, after checking it against the log
+// and the policy (store.go), so that a restart does not serve it
+// uncosigned until the witnesses answer again.
 package cosign
 
 import (
@@ -85,6 +93,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// UserAgent is sent with each request (default "custody").
 	UserAgent string
+	// Store, if set, keeps the newest witnessed checkpoint, with every
+	// cosignature gathered for it, durably across restarts (store.go):
+	// Run writes it each time it changes, Restore reads it back.
+	Store FileStore
 }
 
 // maxAnswer bounds a witness's answer: a few signature lines.
@@ -113,6 +125,9 @@ type Cosigner struct {
 	bestCh  chan struct{}      // closed when best changes, guarded by mu
 	running bool               // Run is running, guarded by mu
 	stats   Stats              // guarded by mu
+
+	saveCh  chan struct{} // buffered 1: the newest witnessed checkpoint changed
+	written []byte        // what the store holds; used by persist (in Run) and by Restore (before Run)
 }
 
 // Stats count what the cosigner did.
@@ -174,7 +189,7 @@ func New(p *witness.Policy, l Log, opts Options) (*Cosigner, error) {
 		opts.UserAgent = "custody"
 	}
 	c := &Cosigner{policy: p, log: l, opts: opts, lg: opts.Logger, hc: opts.HTTPClient,
-		headCh: make(chan struct{}), bestCh: make(chan struct{}), recs: map[uint64]*record{}}
+		headCh: make(chan struct{}), bestCh: make(chan struct{}), recs: map[uint64]*record{}, saveCh: make(chan struct{}, 1)}
 	if c.hc == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 4
@@ -233,6 +248,12 @@ func (c *Cosigner) prune() {
 }
 
 func (c *Cosigner) setBest(r *record) {
+	if c.best != nil && c.best.cp.Size == r.cp.Size && c.best.cp.Root == r.cp.Root && len(r.lines) > len(c.best.lines) {
+		// More cosignatures on the witnessed checkpoint: keep them all.
+		c.best = r
+		c.save()
+		return
+	}
 	if c.best != nil && c.best.cp.Size >= r.cp.Size {
 		return
 	}
@@ -242,6 +263,7 @@ func (c *Cosigner) setBest(r *record) {
 	close(c.bestCh)
 	c.bestCh = make(chan struct{})
 	c.m.witnessed.Set(float64(r.cp.Size))
+	c.save()
 }
 
 // Latest returns the newest checkpoint published, with the cosignatures
@@ -346,6 +368,13 @@ func (c *Cosigner) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.runPeer(ctx, p) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); c.persist(ctx) }()
+	c.mu.Lock()
+	if c.best != nil {
+		c.save() // what was witnessed before Run, if not stored yet
+	}
+	c.mu.Unlock()
 	wg.Wait()
 	return ctx.Err()
 }
