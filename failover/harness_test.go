@@ -2,6 +2,7 @@ package failover
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"fmt"
@@ -31,6 +32,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "custody")
+	// A log on a database keeps its signed head under the user's
+	// configuration folder, named for the URL and origin. The test
+	// clusters' ports are reused from run to run with new logs of the same
+	// origin, whose keys differ: each run keeps its own folder, so that a
+	// signed head left by an earlier run is not taken for this log's.
+	if err := os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")); err != nil {
+		panic(err)
+	}
 	out, err := exec.Command("go", "build", "-o", binary, "github.com/custodylog/custody/cmd/custody").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building custody: %v\n%s", err, out)
@@ -166,6 +175,43 @@ func (s *server) kill() {
 func (s *server) signal(sig syscall.Signal) {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
+	}
+	if sig == syscall.SIGSTOP {
+		s.waitStopped()
+	}
+}
+
+// waitStopped returns once every thread of the server is stopped. A
+// signal's delivery is asynchronous: on a loaded machine a thread can
+// still run for a while after kill returns, and a request sent "to a
+// paused server" could then be decided before the pause.
+func (s *server) waitStopped() {
+	dir := fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stopped := true
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			s.t.Fatalf("reading %s: %v", dir, err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+			if err != nil {
+				continue // the thread has gone
+			}
+			// The state follows the command's closing parenthesis.
+			if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the server (pid %d) did not stop within 10 s of SIGSTOP", s.cmd.Process.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -187,6 +187,13 @@ func (l *Ledger) leaseLoop() {
 	defer tick.Stop()
 	poll := time.NewTicker(l.opts.HeadPoll)
 	defer poll.Stop()
+	// A store that announces commits (PostgreSQL's LISTEN/NOTIFY) wakes a
+	// follower at once; the poll stays, for when the announcements stop.
+	if w, ok := l.store.(storage.HeadWatcher); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l.headNote = w.WatchHead(ctx)
+	}
 	nextLease := time.Now()
 	for {
 		select {

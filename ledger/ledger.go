@@ -80,7 +80,9 @@ type Options struct {
 	Advertise string
 	LeaseTTL  time.Duration
 	// HeadPoll is how often a server that does not sequence reads the
-	// head from the store (default 200 ms).
+	// head from the store (default 200 ms). On PostgreSQL it also learns
+	// of each commit at once (LISTEN/NOTIFY); the poll is the fallback
+	// while that connection is down.
 	HeadPoll time.Duration
 	// ReadOnly opens the ledger for reading only and never writes to its
 	// store: a data folder is read through a scratch copy (see
@@ -223,7 +225,7 @@ type Ledger struct {
 
 	head     atomic.Pointer[Head] // the latest committed tree head
 	headMu   sync.Mutex           // orders changes of head
-	headNote chan struct{}        // the store says the head moved (nil: never)
+	headNote <-chan struct{}      // the store says the head moved (nil: never; leaseLoop's own)
 	lead     leadership
 	watchers broadcaster
 	stats    stats // commit counters, see Stats

@@ -83,7 +83,9 @@ type Batch struct {
 	From   uint64   // the committed size it extends: the fence
 	Leaves [][]byte // leaves From, From+1, …
 	Dedup  []Dedup
-	Tiles  []Tile
+	// Tiles and Records given twice in one batch (the same level and
+	// index, the same key) keep the last one given.
+	Tiles []Tile
 	// Records are authority state records; a nil Value is never written.
 	Records    []Record
 	Edge       []byte
@@ -168,6 +170,18 @@ type Lease struct {
 	// Failovers counts acquisitions that took the lease from another
 	// holder.
 	Failovers uint64
+}
+
+// HeadWatcher is implemented by a store that many servers share and that
+// can announce commits to them (PostgreSQL: LISTEN/NOTIFY). WatchHead
+// returns a channel that receives, soon after any server commits a batch
+// to this log, a signal (never blocking: one pending signal stands for
+// any number of commits), until ctx ends or the store is closed. A signal
+// may come without a commit (after the listening connection was made
+// again, for what it may have missed); while the connection is down no
+// signal comes at all, so the caller must keep polling the head as well.
+type HeadWatcher interface {
+	WatchHead(ctx context.Context) <-chan struct{}
 }
 
 // Settler is implemented by a store that can wait out a transaction whose

@@ -71,6 +71,9 @@ type Store struct {
 	epoch atomic.Uint64
 	// holder names this process in the lease row.
 	holder string
+	// watch and listening: the WatchHead connections (notify.go).
+	watch     watchers
+	listening atomic.Bool
 	// unknownPID is the server process of a transaction whose COMMIT had
 	// an unknown outcome (0: none); see SettleUnknown.
 	unknownPID atomic.Int64
@@ -166,6 +169,7 @@ func (s *Store) check(ctx context.Context) error {
 
 // Close closes the pool, releasing the lease if this store holds it.
 func (s *Store) Close() error {
+	s.watch.close()
 	if s.epoch.Load() != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		s.Release(ctx)
@@ -378,7 +382,7 @@ const (
 	qDedup   = `INSERT INTO custody_dedup (hash, idx) SELECT * FROM unnest($1::bytea[], $2::bigint[])`
 	qTiles   = `INSERT INTO custody_tiles (level, idx, data) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[]) ON CONFLICT (level, idx) DO UPDATE SET data = EXCLUDED.data`
 	qRecords = `INSERT INTO custody_records (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
-	qNotify  = `SELECT pg_notify('custody_head', $1)`
+	qNotify  = `SELECT pg_notify('` + NotifyChannel + `', current_schema() || ' ' || $1)`
 )
 
 // Commit writes b in one transaction, fenced by the lease epoch and the

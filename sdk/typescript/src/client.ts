@@ -440,7 +440,8 @@ export class Client {
   /**
    * Makes sure an accepted pending RECEIPT stands under a checkpoint that
    * meets the witness policy: the answer's own, or the server's newest
-   * witnessed checkpoint (GET /v1/checkpoint/witnessed), waited for up to
+   * witnessed checkpoint (GET /v1/checkpoint/witnessed?size=&wait=, which
+   * the server holds until the quorum is met), waited for up to
    * witnessWaitMs, with the leaf's inclusion proof under it. Every piece is
    * checked: the log's signature, the cosignatures, the proof.
    */
@@ -456,7 +457,12 @@ export class Client {
     let last = "";
     for (;;) {
       try {
-        const text = Buffer.from(await this.get("/v1/checkpoint/witnessed", 64 << 10, signal)).toString("utf8");
+        // The server waits (up to waitMs) until a checkpoint that includes
+        // the entry meets its quorum, and answers the moment one does; a
+        // server that answers at once is asked again with backoff.
+        const waitMs = Math.max(0, Math.min(deadline - Date.now(), this.#opts.timeoutMs - 1000));
+        const path = `/v1/checkpoint/witnessed?size=${r.index + 1}&wait=${waitMs}`;
+        const text = Buffer.from(await this.get(path, 64 << 10, signal)).toString("utf8");
         const cp = this.openCheckpoint(text);
         const ev = p.evaluate(text);
         // A witnessed checkpoint that does not meet this client's policy is
