@@ -115,10 +115,16 @@ func freeAddr(t *testing.T) string {
 }
 
 func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
+	s := makeServer(t, store, ttl, args...)
+	s.start()
+	return s
+}
+
+// makeServer is newServer without starting the process.
+func makeServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
 	addr := freeAddr(t)
 	s := &server{t: t, store: store, addr: addr, URL: "http://" + addr, ttl: ttl,
 		log: filepath.Join(t.TempDir(), "serve.log"), args: args}
-	s.start()
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -128,7 +134,25 @@ func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *s
 	return s
 }
 
+// startTogether starts the servers' processes at once, then waits until
+// each is ready.
+func startTogether(servers ...*server) {
+	for _, s := range servers {
+		s.spawn()
+	}
+	for _, s := range servers {
+		s.waitReady()
+	}
+}
+
 func (s *server) start() {
+	s.t.Helper()
+	s.spawn()
+	s.waitReady()
+}
+
+// spawn starts the process.
+func (s *server) spawn() {
 	s.t.Helper()
 	f, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -141,6 +165,11 @@ func (s *server) start() {
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); f.Close(); close(s.done) }()
+}
+
+// waitReady waits until the process answers /readyz.
+func (s *server) waitReady() {
+	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, _, err := s.role(); err == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/s3proc"
 	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/storage/pgstore"
 	"github.com/custodylog/custody/storage/storagetest"
@@ -76,11 +77,12 @@ func TestTwoLogsFailover(t *testing.T) {
 	vkeyA := initLogAt(t, base, originA, adminA, "--log", "a")
 	vkeyB := initLogAt(t, base, originB, adminB, "--log", "b")
 
-	// s2 first: it takes b, its preferred log, at once, and leaves a's
-	// free lease for a lease time (it leads one log already); s1 takes
-	// a, its preferred log, at once.
-	s2 := newServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "b")
-	s1 := newServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "a")
+	// Started together, each takes its preferred log's lease at once and
+	// leaves the other's free lease for a lease time (it leads one log
+	// already), by which time the other server has taken it.
+	s1 := makeServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "a")
+	s2 := makeServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "b")
+	startTogether(s1, s2)
 	waitRole(t, s1, "a", "leader", 10*ttl)
 	waitRole(t, s2, "b", "leader", 10*ttl)
 	if r, _, _ := s1.logRole("b"); r != "follower" {
@@ -170,5 +172,61 @@ func TestTwoLogsFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkLog(t, store, acks)
+	}
+}
+
+// TestTwoLogsPublish: one server of two logs with --publish: each log is
+// published under PREFIX/logs/NAME/, complete, and audits clean over
+// HTTP from the bucket against its own key (and not against the other
+// log's); nothing is published at PREFIX/ itself, where the default log
+// would go.
+func TestTwoLogsPublish(t *testing.T) {
+	base := storagetest.PostgresURL(t)
+	g := s3proc.ForTest(t, "logs")
+	ttl := time.Second
+	names := []string{"a", "b"}
+	vkeys, admins := map[string]string{}, map[string]*testlog.Actor{}
+	for _, name := range names {
+		admins[name] = testlog.NewActor("admin")
+		vkeys[name] = initLogAt(t, base, "publish.test/"+name, admins[name], "--log", name)
+	}
+	s := newServer(t, base, ttl, "--log", "a", "--log", "b", "--publish=s3://logs/multi")
+	for _, name := range names {
+		waitRole(t, s, name, "leader", 10*ttl)
+	}
+	for i, name := range names {
+		cl, err := client.New(s.URL+"/logs/"+name, vkeys[name], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Log a: GENESIS, an enrolment and a grant; log b two more.
+		newCastAt(t, cl, "publish.test/"+name, admins[name], 1+2*i)
+	}
+	for _, name := range names {
+		out, code := custody(t, "checkpoint", "--store", base, "--log", name, "--json")
+		var cp struct {
+			Size uint64 `json:"size"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &cp) != nil {
+			t.Fatalf("custody checkpoint --log %s: exit %d\n%s", name, code, out)
+		}
+		published := g.URL + "/logs/multi/logs/" + name
+		for deadline := time.Now().Add(30 * time.Second); bucketSize(t, published) != cp.Size; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("log %s: the bucket is at size %d, the log at %d:\n%s", name, bucketSize(t, published), cp.Size, s.logText())
+			}
+		}
+		if out, code := custody(t, "audit", "--tiles", published, "--log-key", vkeys[name]); code != 0 || !strings.Contains(out, "CLEAN") {
+			t.Fatalf("audit of log %s in the bucket: exit %d\n%s", name, code, out)
+		}
+		if v := metric(t, s, `custody_publish_size{log="`+name+`"}`); v != float64(cp.Size) {
+			t.Fatalf("/metrics: custody_publish_size of log %s is %v, want %d", name, v, cp.Size)
+		}
+	}
+	if _, code := custody(t, "audit", "--tiles", g.URL+"/logs/multi/logs/a", "--log-key", vkeys["b"]); code == 0 {
+		t.Fatal("log a's bucket audits clean against log b's key")
+	}
+	if n := bucketSize(t, g.URL+"/logs/multi"); n != 0 {
+		t.Fatalf("a checkpoint of size %d at the prefix itself, where no log was published", n)
 	}
 }
