@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/custodylog/custody/server/api"
@@ -143,13 +144,28 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 	}
 	// A write blocked on a client that does not read ends when the stream
-	// must: on shutdown, or when the client's context ends.
+	// must: on shutdown, or when the client's context ends; never after
+	// the handler has returned (the connection may then serve another
+	// request).
+	var finish sync.Mutex
+	finished, done := false, make(chan struct{})
+	defer func() {
+		finish.Lock()
+		finished = true
+		finish.Unlock()
+		close(done)
+	}()
 	go func() {
 		select {
 		case <-ctx.Done():
 		case <-s.stopping:
+		case <-done:
 		}
-		rc.SetWriteDeadline(time.Now())
+		finish.Lock()
+		if !finished {
+			rc.SetWriteDeadline(time.Now())
+		}
+		finish.Unlock()
 	}()
 	rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	if _, err := fmt.Fprintf(w, ": watching %s after %d\n\n", wf, after); err != nil || rc.Flush() != nil {
