@@ -52,6 +52,18 @@ type wfState struct {
 	count uint64 // wfLegacy: not indexed
 	page  []byte // the last page, whole or partial
 	job   uint64 // the last batch that changed it
+	// countKey is wfCountKey(wf); pageKey is wfPageKey(wf, pageNo), the
+	// key of the last page written, kept so that a batch builds no key.
+	countKey, pageKey string
+	pageNo            uint64
+}
+
+// lastPageKey is the key of the page holding the workflow's last leaf.
+func (s *wfState) lastPageKey(wf string) string {
+	if p := (s.count - 1) / wfPageSize; s.pageKey == "" || p != s.pageNo {
+		s.pageKey, s.pageNo = wfPageKey(wf, p), p
+	}
+	return s.pageKey
 }
 
 // wfCached bounds how many workflows' index states the sequencer keeps
@@ -84,8 +96,8 @@ func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
 		return s, nil
 	}
 	ctx := context.Background()
-	s := &wfState{}
-	raw, err := l.store.Record(ctx, wfCountKey(wf))
+	s := &wfState{countKey: wfCountKey(wf)}
+	raw, err := l.store.Record(ctx, s.countKey)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +140,7 @@ func (x *wfIndexer) add(l *Ledger, wf string, index uint64, prev *uint64) error 
 	s.page = binary.BigEndian.AppendUint64(s.page, index)
 	s.count++
 	if s.count%wfPageSize == 0 {
-		x.full = append(x.full, fullPage{wfPageKey(wf, (s.count-1)/wfPageSize), s.page})
+		x.full = append(x.full, fullPage{s.lastPageKey(wf), s.page})
 	}
 	s.job = x.job
 	if x.dirty == nil {
@@ -147,10 +159,10 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 	x.full = x.full[:0]
 	for wf := range x.dirty {
 		s := x.pending[wf]
-		put(wfCountKey(wf), binary.BigEndian.AppendUint64(nil, s.count))
+		put(s.countKey, binary.BigEndian.AppendUint64(nil, s.count))
 		// The page is only ever appended to, past what this batch writes,
 		// so its bytes can go to the store as they are.
-		put(wfPageKey(wf, (s.count-1)/wfPageSize), s.page[:len(s.page):len(s.page)])
+		put(s.lastPageKey(wf), s.page[:len(s.page):len(s.page)])
 	}
 	clear(x.dirty)
 }

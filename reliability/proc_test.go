@@ -170,7 +170,9 @@ func tryStartServer(t testing.TB, bin, dir, addr string, extra ...string) (*serv
 	logSeq.n++
 	n := logSeq.n
 	logSeq.Unlock()
-	logPath := filepath.Join(filepath.Dir(dir), fmt.Sprintf("serve-%d.log", n))
+	// Not beside the data folder: on a disk a test fills, the server's
+	// last words (a panic's trace) would be lost.
+	logPath := filepath.Join(t.TempDir(), fmt.Sprintf("serve-%d.log", n))
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -252,6 +254,16 @@ func (sp *serverProc) terminate() error {
 // logTail is the end of the server's log, for failure messages.
 func (sp *serverProc) logTail() string {
 	b, _ := os.ReadFile(sp.logPath)
+	// A crash's trace, from its first line, rather than its last frames.
+	for _, mark := range []string{"\nfatal error:", "\npanic:", "\nunexpected fault address"} {
+		if i := bytes.Index(b, []byte(mark)); i >= 0 {
+			b = b[i+1:]
+			if len(b) > 6000 {
+				b = b[:6000]
+			}
+			return string(b)
+		}
+	}
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}

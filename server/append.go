@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -179,15 +180,27 @@ func (s *Server) unavailable(w http.ResponseWriter, code, reason string) {
 // logDecision writes the access log line of one append decision, at info:
 // verdict, reason code, index and latency (an operator's first question
 // about a denial is which entry and why).
+//
+// It is written before the answer, every time, as the handler writes it:
+// one line per decision, with typed attributes, which the handler formats
+// without boxing them (this runs once per append).
 func (s *Server) logDecision(r *http.Request, start time.Time, verdict, code string, index *uint64, duplicate bool) {
-	attrs := []any{"verdict", verdict, "index", *index, "latency_ms", ms(time.Since(start)), "remote", r.RemoteAddr}
+	ctx := context.Background()
+	if !s.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := [6]slog.Attr{slog.String("verdict", verdict), slog.Uint64("index", *index),
+		slog.Float64("latency_ms", ms(time.Since(start))), slog.String("remote", r.RemoteAddr)}
+	n := 4
 	if code != "" {
-		attrs = append(attrs, "reason_code", code)
+		attrs[n] = slog.String("reason_code", code)
+		n++
 	}
 	if duplicate {
-		attrs = append(attrs, "duplicate", true)
+		attrs[n] = slog.Bool("duplicate", true)
+		n++
 	}
-	s.log.Info("append", attrs...)
+	s.log.LogAttrs(ctx, slog.LevelInfo, "append", attrs[:n]...)
 }
 
 // ms is d in milliseconds, to the microsecond.

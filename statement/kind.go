@@ -25,7 +25,16 @@ var Kinds = []Kind{Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop,
 func (k Kind) Lower() string { return strings.ToLower(string(k)) }
 
 // PayloadType is the DSSE payloadType of the kind.
-func (k Kind) PayloadType() string { return "application/vnd.custody." + k.Lower() + ".v1+json" }
+func (k Kind) PayloadType() string {
+	for i, x := range Kinds {
+		if x == k {
+			return payloadTypes[i] // no allocation: the ledger asks for every submission
+		}
+	}
+	return payloadType(k)
+}
+
+func payloadType(k Kind) string { return "application/vnd.custody." + k.Lower() + ".v1+json" }
 
 // KindOfPayloadType is the inverse of PayloadType; ok is false for any other string.
 func KindOfPayloadType(pt string) (Kind, bool) {
@@ -41,7 +50,7 @@ func KindOfPayloadType(pt string) (Kind, bool) {
 var payloadTypes = func() []string {
 	out := make([]string, len(Kinds))
 	for i, k := range Kinds {
-		out[i] = k.PayloadType()
+		out[i] = payloadType(k)
 	}
 	return out
 }()

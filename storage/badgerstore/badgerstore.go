@@ -135,6 +135,10 @@ func Open(dir string, o Options) (*Store, error) {
 		// Released now if the disk is already full, before Badger writes
 		// anything at open.
 		bl = newBallast(dir, o.BallastBytes, o.ReserveBytes)
+		if err := roomToOpen(dir, dbDir, bl); err != nil {
+			bl.close()
+			return nil, err
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -168,13 +172,78 @@ func (e *OpenError) Unwrap() error { return e.Err }
 
 // Close closes the database (and removes a read-only store's scratch
 // copy).
+//
+// Badger's close writes the memtable into a new table file through a
+// memory map: on a full disk, a page with no block behind it kills the
+// process (SIGBUS). When less than closeFlushRoom is free, Close gives
+// back the ballast (both files) first. If that still leaves too little
+// (another program took it), Close does not close Badger: it leaves the
+// folder as a crash would (every commit is already durable in the
+// write-ahead log, which the next open replays), and the folder's lock
+// goes with the process. It returns nil: nothing acknowledged is lost.
 func (s *Store) Close() error {
-	s.ballast.check() // room for the final flush
+	if !s.readOnly {
+		if free, err := freeBytes(s.dir); err == nil && free < closeFlushRoom {
+			s.ballast.releaseForFlush()
+			if free, err = freeBytes(s.dir); err == nil && free < closeFlushRoom {
+				s.ballast.close()
+				return nil
+			}
+		}
+	}
 	err := s.db.Close()
 	s.ballast.close()
 	s.scratch.remove()
 	return err
 }
+
+// roomToOpen makes sure Badger's open will not write a page the disk has
+// no block for: a write-ahead log left with transactions in it (after a
+// crash, or a Close on a full disk) is flushed into a table file as soon
+// as Badger opens. With less than closeFlushRoom free, the flush ballast
+// is given back for it; if that is not enough, Open fails with
+// storage.ErrDiskFull (a start refused, rather than a SIGBUS).
+func roomToOpen(dir, dbDir string, bl *ballast) error {
+	free, err := freeBytes(dir)
+	if err != nil || free >= closeFlushRoom {
+		return nil
+	}
+	if !walPending(dbDir) {
+		return nil
+	}
+	bl.releaseForFlush()
+	if free, err = freeBytes(dir); err != nil || free >= closeFlushRoom {
+		return nil
+	}
+	return fmt.Errorf("%w: opening %s: its write-ahead log holds transactions the storage engine writes into a table file as it opens, which needs about %d MiB, and only %d MiB are free (another program filled the disk); free some space and start again: nothing is lost",
+		storage.ErrDiskFull, dir, closeFlushRoom>>20, free>>20)
+}
+
+// walPending reports whether a write-ahead log (*.mem) in dbDir holds a
+// transaction.
+func walPending(dbDir string) bool {
+	ents, err := os.ReadDir(dbDir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".mem") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dbDir, e.Name()))
+		if err != nil {
+			return true // cannot tell: as if it did
+		}
+		if scanLog(data, int64(len(data))).validEnd > logHeaderSize {
+			return true
+		}
+	}
+	return false
+}
+
+// closeFlushRoom is the free space Close wants before Badger flushes its
+// memtable into a table file (at most about the memtable's size).
+const closeFlushRoom = memTableSize + 4<<20
 
 // Diagnose names the files of the data folder that look damaged: a
 // missing or damaged MANIFEST, missing table files, write-ahead or value

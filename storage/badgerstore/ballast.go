@@ -20,38 +20,50 @@ import (
 // start writes, the flush a clean shutdown does. The reserve that
 // checkSpace keeps free is only free space: another program can take it.
 //
-// So the store also keeps a ballast: a file (D/reserve.ballast) of
-// BallastBytes, allocated block by block (fallocate), that only custody
-// can give back. A watcher looks at the filesystem every second (and every
-// commit looks too):
+// So the store also keeps a ballast that only custody can give back, in
+// two files of half BallastBytes each, allocated block by block
+// (fallocate):
 //
-//   - while less than the reserve is free, commits fail with
-//     storage.ErrDiskFull (nothing is acknowledged; the server answers 503
-//     with Retry-After);
-//   - when less than half the ballast is free, the ballast is deleted,
-//     so that what Badger already has in flight (a flush, a compaction,
-//     opening or closing) has blocks to write into instead of SIGBUS;
-//   - once the reserve and the ballast fit again, the ballast is
-//     allocated again and commits resume, with no restart.
+//   - D/reserve.ballast is for what Badger has in flight when the disk
+//     fills (a flush, a compaction, the header a start writes): a watcher
+//     looks at the filesystem every second (and every commit looks too)
+//     and deletes it when less than half its size is free;
+//   - D/flush.ballast is for the memtable flush of a close or of a start
+//     that replays a write-ahead log: it is deleted only right before
+//     Badger needs it (Close, Open), never on the watcher's tick, so that
+//     another program still writing cannot take it in the meantime (as it
+//     takes whatever reserve.ballast gives back).
 //
-// Open releases the ballast first when the disk is already full, so a
-// start while full succeeds (and answers ErrDiskFull to commits).
+// While less than the reserve is free, or either file is given back,
+// commits fail with storage.ErrDiskFull (nothing is acknowledged; the
+// server answers 503 with Retry-After). Once the reserve and the whole
+// ballast fit again, the files are allocated again and commits resume,
+// with no restart.
 
-// ballastName is the ballast file, in the data folder.
-const ballastName = "reserve.ballast"
+// The ballast files, in the data folder.
+const (
+	ballastName      = "reserve.ballast"
+	flushBallastName = "flush.ballast"
+)
 
-// ballast is the store's ballast file and the watcher that keeps it.
+// ballast is the store's ballast files and the watcher that keeps them.
 type ballast struct {
-	path    string
-	size    int64
+	size    int64 // both files
 	reserve int64
 	dir     string
 
-	mu   sync.Mutex
-	held bool // guarded by mu: the file is allocated
+	mu    sync.Mutex
+	parts [2]ballastFile // guarded by mu: reserve.ballast, flush.ballast
 
 	stop chan struct{}
 	done chan struct{}
+}
+
+// ballastFile is one ballast file.
+type ballastFile struct {
+	path string
+	size int64
+	held bool // the file is allocated
 }
 
 // freeBytes is the space an unprivileged writer may still take on the
@@ -65,17 +77,21 @@ func freeBytes(dir string) (int64, error) {
 }
 
 func newBallast(dir string, size, reserve int64) *ballast {
-	b := &ballast{path: filepath.Join(dir, ballastName), size: size, reserve: reserve, dir: dir,
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if st, err := os.Stat(b.path); err == nil && st.Size() == size {
-		b.held = true
+	b := &ballast{size: size, reserve: reserve, dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	for i, name := range []string{ballastName, flushBallastName} {
+		f := &b.parts[i]
+		f.path, f.size = filepath.Join(dir, name), size/2
+		if st, err := os.Stat(f.path); err == nil && st.Size() == f.size {
+			f.held = true
+		}
 	}
 	b.check()
 	go b.watch()
 	return b
 }
 
-// check releases or retakes the ballast as the free space requires.
+// check releases reserve.ballast or retakes either file as the free space
+// requires.
 func (b *ballast) check() {
 	if b == nil || b.size <= 0 {
 		return
@@ -86,18 +102,45 @@ func (b *ballast) check() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch {
-	case b.held && free < b.size/2:
+	if f := &b.parts[0]; f.held && free < f.size/2 {
 		// Another writer took the reserve: give Badger room to finish
 		// what it has in flight.
-		if err := os.Remove(b.path); err == nil || errors.Is(err, os.ErrNotExist) {
-			b.held = false
+		f.remove()
+		return
+	}
+	for i := range b.parts {
+		if f := &b.parts[i]; !f.held && free >= b.reserve+b.size {
+			if err := allocate(f.path, f.size); err == nil {
+				f.held = true
+			} else {
+				os.Remove(f.path)
+			}
+			if free, err = freeBytes(b.dir); err != nil {
+				return
+			}
 		}
-	case !b.held && free >= b.reserve+b.size:
-		if err := allocate(b.path, b.size); err == nil {
-			b.held = true
-		} else {
-			os.Remove(b.path)
+	}
+}
+
+// remove gives the file back.
+func (f *ballastFile) remove() {
+	if err := os.Remove(f.path); err == nil || errors.Is(err, os.ErrNotExist) {
+		f.held = false
+	}
+}
+
+// releaseForFlush gives both files back now, whatever the free space:
+// Badger is about to flush a memtable (Close, or Open replaying a
+// write-ahead log).
+func (b *ballast) releaseForFlush() {
+	if b == nil || b.size <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.parts {
+		if f := &b.parts[i]; f.held {
+			f.remove()
 		}
 	}
 }
@@ -112,10 +155,16 @@ func allocate(path string, size int64) error {
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
 		return err
 	}
+	if st, err := f.Stat(); err == nil && st.Size() > size {
+		// A ballast of an earlier size.
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
+	}
 	return f.Sync()
 }
 
-// released reports whether the ballast is given back (an emergency: no
+// released reports whether a ballast file is given back (an emergency: no
 // commit may go until it is allocated again).
 func (b *ballast) released() bool {
 	if b == nil || b.size <= 0 {
@@ -123,7 +172,7 @@ func (b *ballast) released() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.held
+	return !b.parts[0].held || !b.parts[1].held
 }
 
 func (b *ballast) watch() {
