@@ -71,14 +71,20 @@ func custody(t *testing.T, args ...string) (string, int) {
 // its verifier key.
 func initLog(t *testing.T, store string, admin *testlog.Actor) string {
 	t.Helper()
+	return initLogAt(t, store, origin, admin)
+}
+
+// initLogAt is initLog with an origin, and more init flags (--log NAME).
+func initLogAt(t *testing.T, store, origin string, admin *testlog.Actor, args ...string) string {
+	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "admin.key")
 	if err := sign.WritePrivateKeyFile(keyFile, admin.Priv, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := custody(t, "init", "--store", store, "--origin", origin, "--admin-key", keyFile); code != 0 {
+	if out, code := custody(t, append([]string{"init", "--store", store, "--origin", origin, "--admin-key", keyFile}, args...)...); code != 0 {
 		t.Fatalf("custody init: exit %d\n%s", code, out)
 	}
-	out, code := custody(t, "checkpoint", "--store", store, "--key")
+	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--key"}, args...)...)
 	if code != 0 {
 		t.Fatalf("custody checkpoint --key: exit %d\n%s", code, out)
 	}
@@ -109,10 +115,16 @@ func freeAddr(t *testing.T) string {
 }
 
 func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
+	s := makeServer(t, store, ttl, args...)
+	s.start()
+	return s
+}
+
+// makeServer is newServer without starting the process.
+func makeServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
 	addr := freeAddr(t)
 	s := &server{t: t, store: store, addr: addr, URL: "http://" + addr, ttl: ttl,
 		log: filepath.Join(t.TempDir(), "serve.log"), args: args}
-	s.start()
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -122,7 +134,25 @@ func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *s
 	return s
 }
 
+// startTogether starts the servers' processes at once, then waits until
+// each is ready.
+func startTogether(servers ...*server) {
+	for _, s := range servers {
+		s.spawn()
+	}
+	for _, s := range servers {
+		s.waitReady()
+	}
+}
+
 func (s *server) start() {
+	s.t.Helper()
+	s.spawn()
+	s.waitReady()
+}
+
+// spawn starts the process.
+func (s *server) spawn() {
 	s.t.Helper()
 	f, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -135,6 +165,11 @@ func (s *server) start() {
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); f.Close(); close(s.done) }()
+}
+
+// waitReady waits until the process answers /readyz.
+func (s *server) waitReady() {
+	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, _, err := s.role(); err == nil {
@@ -219,7 +254,16 @@ var readyClient = &http.Client{Timeout: time.Second}
 
 // role asks /readyz: "leader" or "follower", and the leader's URL.
 func (s *server) role() (string, string, error) {
-	resp, err := readyClient.Get(s.URL + "/readyz")
+	return s.roleAt(s.URL)
+}
+
+// logRole is role for the log name of a server of several.
+func (s *server) logRole(name string) (string, string, error) {
+	return s.roleAt(s.URL + "/logs/" + name)
+}
+
+func (s *server) roleAt(base string) (string, string, error) {
+	resp, err := readyClient.Get(base + "/readyz")
 	if err != nil {
 		return "", "", err
 	}
@@ -288,6 +332,12 @@ type cast struct {
 }
 
 func newCast(t *testing.T, c *client.Client, admin *testlog.Actor, n int) *cast {
+	t.Helper()
+	return newCastAt(t, c, origin, admin, n)
+}
+
+// newCastAt is newCast on the log of another origin.
+func newCastAt(t *testing.T, c *client.Client, origin string, admin *testlog.Actor, n int) *cast {
 	t.Helper()
 	cs := &cast{au: testlog.NewAuthor(origin, realClock(t)), admin: admin, alice: testlog.NewActor("user:alice")}
 	admin.Seq = 1 // GENESIS

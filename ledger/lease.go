@@ -81,6 +81,10 @@ type leadership struct {
 	seqEpoch uint64
 	// renewed is when the last successful acquisition or renewal began.
 	renewed time.Time
+	// freeSince is when this server first saw the lease free since it
+	// last saw it held (Options.LeaseWait; owned by tryLead's callers:
+	// open, then the lease loop).
+	freeSince time.Time
 }
 
 // Role reports this server's part in sequencing the log.
@@ -138,6 +142,25 @@ func (l *Ledger) notLeader(reason string) error {
 // tryLead acquires the lease if it is free. Called at open and by the
 // lease loop.
 func (l *Ledger) tryLead(ctx context.Context) error {
+	if wait := l.opts.LeaseWait; wait != nil && l.lead.epoch.Load() == 0 {
+		ls, err := l.lead.leaser.Lease(ctx)
+		if err != nil {
+			return err
+		}
+		l.lead.mu.Lock()
+		l.lead.last = ls
+		l.lead.mu.Unlock()
+		if ls.Live {
+			l.lead.freeSince = time.Time{}
+			return nil
+		}
+		if l.lead.freeSince.IsZero() {
+			l.lead.freeSince = time.Now()
+		}
+		if time.Since(l.lead.freeSince) < wait() {
+			return nil
+		}
+	}
 	start := time.Now()
 	ls, err := l.lead.leaser.Acquire(ctx, l.opts.Advertise, l.opts.LeaseTTL)
 	if err != nil {

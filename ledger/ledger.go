@@ -79,6 +79,12 @@ type Options struct {
 	// how long a dead leader's log takes appends nowhere.
 	Advertise string
 	LeaseTTL  time.Duration
+	// LeaseWait, when set, is how long the sequencer lease must have been
+	// seen free (expired or released) before this server takes it; it is
+	// asked again at each try, so the answer may change (a server serving
+	// several logs waits longer the more of them it already sequences,
+	// which spreads their leaderships over the servers). Nil: at once.
+	LeaseWait func() time.Duration
 	// HeadPoll is how often a server that does not sequence reads the
 	// head from the store (default 200 ms). On PostgreSQL it also learns
 	// of each commit at once (LISTEN/NOTIFY); the poll is the fallback

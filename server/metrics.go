@@ -25,7 +25,7 @@ type metrics struct {
 	heavyRefused prometheus.Counter
 }
 
-func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
+func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m := &metrics{
 		appends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "custody_appends_total",
 			Help: "Appends answered, by verdict (accepted, denied, refused, overloaded, unavailable, abandoned, error)."}, []string{"verdict"}),

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -27,24 +28,30 @@ type ServeOptions struct {
 // override the read and write ones). Event streams manage their own
 // deadlines.
 func (s *Server) NewHTTPServer(opts ServeOptions) *http.Server {
+	return newHTTPServer([]*Server{s}, s.Handler(), opts)
+}
+
+func newHTTPServer(servers []*Server, h http.Handler, opts ServeOptions) *http.Server {
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = 15 * time.Second
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
-	if s.cos != nil && s.opts.WitnessFinality {
-		// A pending RECEIPT may wait this long for its witnesses.
-		opts.WriteTimeout = max(opts.WriteTimeout, s.opts.WitnessTimeout+10*time.Second)
+	for _, s := range servers {
+		if s.cos != nil && s.opts.WitnessFinality {
+			// A pending RECEIPT may wait this long for its witnesses.
+			opts.WriteTimeout = max(opts.WriteTimeout, s.opts.WitnessTimeout+10*time.Second)
+		}
 	}
 	return &http.Server{
-		Handler:           s.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: min(5*time.Second, opts.ReadTimeout),
 		ReadTimeout:       opts.ReadTimeout,
 		WriteTimeout:      opts.WriteTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(servers[0].log.Handler(), slog.LevelWarn),
 		// Event streams size their connection's send buffer (events.go).
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
@@ -57,27 +64,45 @@ func (s *Server) NewHTTPServer(opts ServeOptions) *http.Server {
 // every append in flight to be answered (up to opts.ShutdownTimeout). It
 // returns nil after a graceful shutdown. It does not close the ledger.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ServeOptions) error {
+	return serveAll(ctx, ln, []*Server{s}, s.Handler(), opts)
+}
+
+// stopStreams makes appends answer 503 and ends event streams.
+func (s *Server) stopStreams() {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		close(s.stopping)
+	}
+	s.mu.Unlock()
+}
+
+// serveAll is Serve for the servers of one or more logs behind one
+// handler.
+func serveAll(ctx context.Context, ln net.Listener, servers []*Server, h http.Handler, opts ServeOptions) error {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
-	if s.witnessErr != nil {
-		return s.witnessErr
+	for _, s := range servers {
+		if s.witnessErr != nil {
+			return s.witnessErr
+		}
 	}
-	// The witness client outlives ctx until the appends in flight are
-	// answered: in finality mode they wait for its cosignatures.
+	// The witness clients outlive ctx until the appends in flight are
+	// answered: in finality mode they wait for their cosignatures.
 	wctx, wstop := context.WithCancel(context.Background())
-	wdone := make(chan struct{})
-	go func() { defer close(wdone); s.RunWitnesses(wctx) }()
-	defer func() { wstop(); <-wdone }()
-	hs := s.NewHTTPServer(opts)
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.RunWitnesses(wctx) }()
+	}
+	defer func() { wstop(); wg.Wait() }()
+	hs := newHTTPServer(servers, h, opts)
 	hs.RegisterOnShutdown(func() {
 		// Streams never go idle by themselves: end them.
-		s.mu.Lock()
-		if !s.draining {
-			s.draining = true
-			close(s.stopping)
+		for _, s := range servers {
+			s.stopStreams()
 		}
-		s.mu.Unlock()
 	})
 	errc := make(chan error, 1)
 	go func() {
@@ -89,18 +114,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ServeOptions) 
 		}
 		errc <- err
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "origin", s.l.Origin(), "size", s.l.Head().Size, "tls", opts.TLSCert != "")
+	for _, s := range servers {
+		s.log.Info("serving", "addr", ln.Addr().String(), "origin", s.l.Origin(), "size", s.l.Head().Size, "tls", opts.TLSCert != "")
+	}
+	log := servers[0].log
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: draining appends in flight")
+	log.Info("shutting down: draining appends in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	defer cancel()
 	err := hs.Shutdown(sctx)
 	done := make(chan struct{})
-	go func() { s.Drain(); close(done) }()
+	go func() {
+		var dw sync.WaitGroup
+		for _, s := range servers {
+			dw.Add(1)
+			go func() { defer dw.Done(); s.Drain() }()
+		}
+		dw.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-sctx.Done():
@@ -112,6 +148,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ServeOptions) 
 		hs.Close()
 		return err
 	}
-	s.log.Info("shut down")
+	log.Info("shut down")
 	return nil
 }

@@ -99,6 +99,11 @@ type Options struct {
 	// serves; by default each Server has its own registry with the Go and
 	// process collectors.
 	Registry *prometheus.Registry
+	// Registerer, if set, is where the server registers its metrics
+	// instead of Registry, which /metrics still serves: several logs'
+	// servers in one process register in one Registry, each through
+	// prometheus.WrapRegistererWith and a label naming its log.
+	Registerer prometheus.Registerer
 
 	// WitnessPolicy, when set, names the witnesses the log sends each new
 	// checkpoint to (C2SP tlog-witness) and the quorum of cosignatures it
@@ -213,11 +218,15 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	}
-	s.m = newMetrics(reg, s)
+	var regr prometheus.Registerer = reg
+	if opts.Registerer != nil {
+		regr = opts.Registerer
+	}
+	s.m = newMetrics(regr, s)
 	if opts.WitnessPolicy != nil {
 		wo := opts.Witness
 		if wo.Registerer == nil {
-			wo.Registerer = reg
+			wo.Registerer = regr
 		}
 		if wo.Logger == nil {
 			wo.Logger = s.log

@@ -98,3 +98,33 @@ func TestLogsCommand(t *testing.T) {
 		t.Fatalf("a log that is not there: %s", r.stderr)
 	}
 }
+
+// The rules serve's --log, --all-logs and --prefer follow, each broken
+// once: a usage error naming the flag and the rule.
+func TestServeLogsUsage(t *testing.T) {
+	t.Setenv(logEnv, "")
+	dir := filepath.Join(t.TempDir(), "d")
+	store := "postgres://custody@127.0.0.1:1/custody"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dir", dir, "--log", "a"}, "--log a: a data folder (--dir) holds one log"},
+		{[]string{"--dir", dir, "--all-logs"}, "--all-logs: a data folder (--dir) holds one log"},
+		{[]string{"--store", store, "--prefer", "a"}, "--prefer is for a server of several logs"},
+		{[]string{"--store", store, "--log", "a", "--all-logs"}, "--all-logs and --log a: give one"},
+		{[]string{"--store", store, "--log", "a", "--log", "a"}, "--log a is given twice"},
+		{[]string{"--store", store, "--log", "a", "--prefer", "b"}, "--prefer b: this server does not serve log b (it serves a)"},
+		{[]string{"--store", store, "--log", "A"}, `--log: log name "A": want a lower-case letter`},
+		{[]string{"--store", store, "--log", "a", "--witness-policy", "w.policy"}, "--witness-policy serves one log's witnesses"},
+	} {
+		r := must(t, 2, append([]string{"serve", "--addr", "127.0.0.1:0"}, c.args...)...)
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("serve %s: %s; want %q", strings.Join(c.args, " "), r.stderr, c.want)
+		}
+	}
+	t.Setenv(logEnv, "a")
+	if r := must(t, 2, "serve", "--addr", "127.0.0.1:0", "--dir", dir); !strings.Contains(r.stderr, "$CUSTODY_LOG=a: a data folder (--dir) holds one log") {
+		t.Errorf("serve --dir with $CUSTODY_LOG=a: %s", r.stderr)
+	}
+}

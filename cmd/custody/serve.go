@@ -32,7 +32,8 @@ func serveCommand() *cli.Command {
 		Usage: "serve a ledger over HTTP",
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
 			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]\n" +
-			"              [--publish s3://BUCKET/PREFIX]",
+			"              [--publish s3://BUCKET/PREFIX]\n" +
+			"   custody serve --store postgres://... --log A --log B [--prefer A] | --all-logs [...]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
    POST /v1/entries                  append one signed envelope; answered only once
@@ -98,6 +99,23 @@ S3-compatible store, AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), addressed
 path-style. /metrics shows custody_publish_lag_entries and
 custody_publish_lag_seconds. docs/DEPLOY.md sets up a CDN in front.
 
+Several logs (--store with --log A --log B ..., or --all-logs): one
+process serves several logs of one PostgreSQL database (custody logs lists
+them), each with its own ledger and sequencer lease. Log NAME is served
+under /logs/NAME/ with every path above (/logs/NAME/v1/entries,
+/logs/NAME/checkpoint, /logs/NAME/tile/..., /logs/NAME/readyz), so a client
+given http://HOST/logs/NAME works as with a server of that log alone; the
+default log, if served (--log default), keeps the paths above at /. At the
+root, /metrics has every log's metrics labelled log="NAME", and /readyz
+(without the default log) one line per log: its role, epoch and leader.
+Each log's leader advertises ADVERTISE/logs/NAME. Leaderships spread over
+the servers: a server takes the free lease of a log it was told to
+--prefer at once, and any other free lease only once it has stayed free
+for one --lease-ttl for every log this server already sequences (none:
+at once). With --publish, log NAME is published under PREFIX/logs/NAME/
+(the default log under PREFIX/), the same paths as on the server.
+--all-logs serves the logs the database holds when the server starts.
+
 On SIGINT or SIGTERM it stops accepting connections, answers every append in
 flight, then closes the ledger. Clients (custody --ledger URL, package
 client) check every answer against the log's verifier key.
@@ -131,6 +149,9 @@ Example:
 				Sources: cli.EnvVars("CUSTODY_WITNESS_TIMEOUT")},
 			&cli.StringFlag{Name: "publish", Usage: "publish the log's tiles to this `s3://BUCKET/PREFIX` (leader only, behind the sequencer)",
 				Sources: cli.EnvVars("CUSTODY_PUBLISH")},
+			&cli.StringSliceFlag{Name: "log", Usage: "with --store: serve the log `NAME` of the database, under /logs/NAME/ (repeat for several; default: the default log, at /; $CUSTODY_LOG)"},
+			&cli.BoolFlag{Name: "all-logs", Usage: "with --store: serve every log the database holds (custody logs), each under /logs/NAME/"},
+			&cli.StringSliceFlag{Name: "prefer", Usage: "with several logs: take the sequencer lease of log `NAME` at once when it is free (repeat for several)"},
 			&cli.DurationFlag{Name: "witness-interval", Value: time.Second, Usage: "the least time between two checkpoints sent to one witness (0: none)",
 				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},
@@ -174,15 +195,23 @@ Example:
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
 				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
+			loc, err := resolveLocation(c)
+			if err != nil {
+				return err
+			}
+			names, prefer, err := serveLogNames(ctx, c, loc)
+			if err != nil {
+				return err
+			}
 			opts := server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log}
 			if err := witnessOptions(c, &opts); err != nil {
 				return err
 			}
+			if u := c.String("publish"); u != "" && !publish.IsURL(u) {
+				return usage(c, "--publish %q: want s3://BUCKET/PREFIX", u)
+			}
 			var bucket *publish.Bucket
-			if u := c.String("publish"); u != "" {
-				if !publish.IsURL(u) {
-					return usage(c, "--publish %q: want s3://BUCKET/PREFIX", u)
-				}
+			if u := c.String("publish"); u != "" && names == nil {
 				var err error
 				if bucket, err = publish.Open(ctx, u); err != nil {
 					return fmt.Errorf("--publish: %w", err)
@@ -201,7 +230,10 @@ Example:
 				advertise = scheme + "://" + ln.Addr().String()
 			}
 			lopts.Advertise, lopts.LeaseTTL = advertise, c.Duration("lease-ttl")
-			l, err := openLedgerWith(c, lopts)
+			if names != nil {
+				return serveLogs(ctx, c, log, ln, loc, names, prefer, lopts, opts)
+			}
+			l, err := openLedgerAtWith(c, loc, lopts)
 			if err != nil {
 				ln.Close()
 				return err

@@ -86,10 +86,15 @@ func (s *Store) Release(ctx context.Context) error {
 func (s *Store) Lease(ctx context.Context) (Lease, error) {
 	var l Lease
 	var epoch, failovers int64
-	err := s.pool.QueryRow(ctx, `SELECT epoch, holder, url, expires_at, expires_at > clock_timestamp(), failovers
-		FROM custody_lease WHERE id = 1`).Scan(&epoch, &l.Holder, &l.URL, &l.Expires, &l.Live, &failovers)
+	var expires *time.Time // NULL for a lease never taken or released ('-infinity')
+	err := s.pool.QueryRow(ctx, `SELECT epoch, holder, url, CASE WHEN isfinite(expires_at) THEN expires_at END,
+			expires_at > clock_timestamp(), failovers
+		FROM custody_lease WHERE id = 1`).Scan(&epoch, &l.Holder, &l.URL, &expires, &l.Live, &failovers)
 	if err != nil {
 		return Lease{}, s.wrap(fmt.Errorf("reading the sequencer lease: %w", err))
+	}
+	if expires != nil {
+		l.Expires = *expires
 	}
 	l.Epoch, l.Failovers = uint64(epoch), uint64(failovers)
 	l.Mine = l.Holder == s.holder && l.Epoch == s.epoch.Load() && l.Epoch != 0

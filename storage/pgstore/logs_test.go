@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +112,9 @@ func TestLogsIsolated(t *testing.T) {
 	}
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if l, err := a2.Lease(ctx); err != nil || l.Live || l.Epoch != 1 {
+		t.Fatalf("log a's released lease: %+v, %v; want free, at epoch 1", l, err)
 	}
 	if l, err := a2.Acquire(ctx, "http://a2", 10*time.Second); err != nil || !l.Mine || l.Epoch != 2 {
 		t.Fatalf("log a after its release: %+v, %v; want the second server's, at epoch 2", l, err)
@@ -226,4 +230,39 @@ func TestConformanceNamedLog(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// Options.LeaseWait: a free lease is taken only once it has stayed free
+// as long as LeaseWait says, asked again at every try.
+func TestLeaseWait(t *testing.T) {
+	url := withLog(t, storagetest.PostgresURL(t), "w")
+	ttl := 300 * time.Millisecond
+	first, err := ledger.Init(url, "example.com/w", ledger.InitOptions{Options: ledger.Options{LeaseTTL: ttl, Advertise: "http://first"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wait atomic.Int64
+	wait.Store(int64(time.Hour))
+	second, err := ledger.Open(url, ledger.Options{LeaseTTL: ttl, Advertise: "http://second",
+		LeaseWait: func() time.Duration { return time.Duration(wait.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if !first.Role().Leader || second.Role().Leader {
+		t.Fatalf("roles: first %+v, second %+v", first.Role(), second.Role())
+	}
+	first.Close() // releases the lease
+	time.Sleep(10 * ttl)
+	if second.Role().Leader {
+		t.Fatal("the second server took the free lease before its LeaseWait")
+	}
+	wait.Store(0)
+	deadline := time.Now().Add(20 * ttl)
+	for !second.Role().Leader {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second server did not take the free lease once its LeaseWait was 0: %+v", second.Role())
+		}
+		time.Sleep(ttl / 10)
+	}
 }
