@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,6 +249,105 @@ func TestStreamCapPerAddr(t *testing.T) {
 		}
 		if r.StatusCode != want {
 			t.Fatalf("stream %d from one address: %d, want %d", i+1, r.StatusCode, want)
+		}
+	}
+}
+
+// TestEventsResumeWhenBehind: a stream that falls behind what the server
+// keeps of its workflow (Options.StreamLag) is cut with a last resume
+// event whose id is the last entry it was sent; reconnecting with that
+// Last-Event-ID gives every later entry, once each, in order.
+func TestEventsResumeWhenBehind(t *testing.T) {
+	lg := servertest.Start(t, server.Options{StreamLag: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agent, grant := lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_lag", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+"/v1/workflows/wf_lag/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	type event struct{ id, name string }
+	events := make(chan event, 1024)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var ev event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					events <- ev
+				}
+				ev = event{}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			}
+		}
+	}()
+	first := <-events // the CONFIRM: the stream now follows the ring
+	if first.name != "entry" {
+		t.Fatalf("first event %+v", first)
+	}
+	// Entries committed faster than the stream writes (at most one write
+	// every 50 ms): with a ring of one event, it falls behind.
+	var last string
+	var resume *event
+	for i := 0; i < 200 && resume == nil; i++ {
+		if _, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	drain:
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("the stream ended without a resume event (last entry %s)", last)
+				}
+				if ev.name == "resume" {
+					resume = &ev
+					break drain
+				}
+				last = ev.id
+			default:
+				break drain
+			}
+		}
+	}
+	if resume == nil {
+		t.Skip("the stream kept up with 200 appends one after another on this machine")
+	}
+	if last == "" {
+		last = first.id
+	}
+	if resume.id != last {
+		t.Fatalf("resume event id %s, last entry sent %s", resume.id, last)
+	}
+	if _, ok := <-events; ok {
+		t.Fatal("events after the resume event")
+	}
+	after, _ := strconv.ParseUint(resume.id, 10, 64)
+	s, err := lg.Client.Events(ctx, "wf_lag", after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want, err := lg.Ledger.WorkflowIndexes("wf_lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if w <= after {
+			continue
+		}
+		e, err := s.Next()
+		if err != nil || e.Index != w {
+			t.Fatalf("after resuming at %d: %+v %v, want entry %d", after, e, err, w)
 		}
 	}
 }
