@@ -230,3 +230,54 @@ func TestTwoLogsPublish(t *testing.T) {
 		t.Fatalf("a checkpoint of size %d at the prefix itself, where no log was published", n)
 	}
 }
+
+// TestPreferredLogHandedOver: a server of two logs started alone leads
+// both; a second server that prefers log b starts while clients append
+// to b: the first hands b's lease over (and keeps a), the second leads
+// b, and every acknowledged append is in log b, which audits clean.
+func TestPreferredLogHandedOver(t *testing.T) {
+	base := storagetest.PostgresURL(t)
+	ttl := time.Second
+	adminA, adminB := testlog.NewActor("admin"), testlog.NewActor("admin")
+	initLogAt(t, base, "handoff.test/a", adminA, "--log", "a")
+	vkeyB := initLogAt(t, base, "handoff.test/b", adminB, "--log", "b")
+	s1 := newServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "a")
+	waitRole(t, s1, "a", "leader", 10*ttl)
+	waitRole(t, s1, "b", "leader", 10*ttl) // free for one lease time, nobody else
+	s2 := makeServer(t, base, ttl, "--log", "a", "--log", "b", "--prefer", "b")
+	clB, err := client.New(s1.URL+"/logs/b,"+s2.URL+"/logs/b", vkeyB, &client.Options{FailoverWait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csB := newCastAt(t, clB, "handoff.test/b", adminB, 4)
+	ld := startLoad(t, csB, clB, 4)
+	time.Sleep(500 * time.Millisecond)
+	s2.start()
+	handed := time.Now()
+	waitRole(t, s2, "b", "leader", 10*ttl)
+	t.Logf("s2 leads log b %s after it started", time.Since(handed).Round(time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
+	acks := ld.finish()
+	if ld.failed.Load() != 0 || len(acks) == 0 {
+		t.Fatalf("%d acknowledged, %d denied or refused", len(acks), ld.failed.Load())
+	}
+	if r, _, _ := s1.logRole("a"); r != "leader" {
+		t.Fatalf("s1 is %s of log a after handing b over, want leader", r)
+	}
+	if r, _, _ := s1.logRole("b"); r != "follower" {
+		t.Fatalf("s1 is %s of log b, want follower", r)
+	}
+	if r, _, _ := s2.logRole("a"); r != "follower" {
+		t.Fatalf("s2 is %s of log a, want follower", r)
+	}
+	// Still so a few lease times later: nobody takes it back.
+	time.Sleep(3 * ttl)
+	if r, _, _ := s2.logRole("b"); r != "leader" {
+		t.Fatalf("s2 is %s of log b three lease times later", r)
+	}
+	store, err := pgstore.WithLog(base, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, store, acks)
+}

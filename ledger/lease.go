@@ -85,7 +85,17 @@ type leadership struct {
 	// last saw it held (Options.LeaseWait; owned by tryLead's callers:
 	// open, then the lease loop).
 	freeSince time.Time
+	// handedOff is when this server last handed the lease over to a
+	// server that prefers the log (owned by the lease loop).
+	handedOff time.Time
 }
+
+// handOffQuiet is how long a server that handed its lease over to a
+// server preferring the log waits before it does so again: if that
+// server did not take the lease (it was paused, say) and this one took
+// it back, handing it over again at once would leave the log without a
+// sequencer over and over.
+const handOffQuiet = 10 * time.Minute
 
 // Role reports this server's part in sequencing the log.
 func (l *Ledger) Role() Role {
@@ -160,6 +170,13 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 		if time.Since(l.lead.freeSince) < wait() {
 			return nil
 		}
+		// Leave a free lease to a live server that prefers the log, for
+		// as long as it should take to take it.
+		if p, ok := l.store.(storage.Preferrer); ok && !l.opts.Prefer && time.Since(l.lead.freeSince) < 2*l.opts.LeaseTTL {
+			if wanted, err := p.Preferred(ctx); err != nil || wanted {
+				return err
+			}
+		}
 	}
 	start := time.Now()
 	ls, err := l.lead.leaser.Acquire(ctx, l.opts.Advertise, l.opts.LeaseTTL)
@@ -169,6 +186,10 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 	l.lead.mu.Lock()
 	l.lead.last = ls
 	l.lead.mu.Unlock()
+	if ls.Mine {
+		// Seen free again from scratch once this server lets it go.
+		l.lead.freeSince = time.Time{}
+	}
 	if ls.Mine && l.lead.epoch.Load() != ls.Epoch {
 		l.lead.renewed = start
 		l.lead.epoch.Store(ls.Epoch)
@@ -246,6 +267,7 @@ func (l *Ledger) leaseLoop() {
 				l.lead.last.Expires, l.lead.last.Live = exp, true
 				l.lead.mu.Unlock()
 				nextLease = start.Add(ttl / 3)
+				l.maybeHandOff()
 			case errors.Is(err, storage.ErrFenced):
 				l.stepDown("lease taken over")
 			case time.Since(l.lead.renewed) > ttl*9/10:
@@ -262,6 +284,32 @@ func (l *Ledger) leaseLoop() {
 		}
 		cancel()
 	}
+}
+
+// maybeHandOff hands the lease over when a live server prefers the log
+// and this one does not (Options.Prefer): it releases the lease and steps
+// down, and the preferring server takes it at its next try. A commit in
+// flight ends first (the release waits for its lock on the lease row);
+// a later one is fenced and answered with an error, never acknowledged.
+func (l *Ledger) maybeHandOff() {
+	p, ok := l.store.(storage.Preferrer)
+	if !ok || l.opts.Prefer || l.opts.LeaseWait == nil {
+		return
+	}
+	if !l.lead.handedOff.IsZero() && time.Since(l.lead.handedOff) < handOffQuiet {
+		return
+	}
+	// A context of its own: the renewal before it may have used most of
+	// its own, waiting behind the commits that lock the lease row.
+	ctx, cancel := context.WithTimeout(context.Background(), l.opts.LeaseTTL/3)
+	defer cancel()
+	wanted, err := p.Preferred(ctx)
+	if err != nil || !wanted {
+		return
+	}
+	l.lead.handedOff = time.Now()
+	l.lead.leaser.Release(ctx)
+	l.stepDown("handed over to a server that prefers this log")
 }
 
 // followHead reads the committed head on a follower and publishes it.

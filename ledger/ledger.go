@@ -85,6 +85,13 @@ type Options struct {
 	// several logs waits longer the more of them it already sequences,
 	// which spreads their leaderships over the servers). Nil: at once.
 	LeaseWait func() time.Duration
+	// Prefer says this server prefers to sequence the log (custody serve
+	// --prefer), on a store that can tell the others (storage.Preferrer).
+	// Among servers given LeaseWait, a leader that does not prefer the log
+	// hands its lease over to a live server that does (once in
+	// handOffQuiet), and a follower that does not prefer it leaves a free
+	// lease to such a server for two lease times.
+	Prefer bool
 	// HeadPoll is how often a server that does not sequence reads the
 	// head from the store (default 200 ms). On PostgreSQL it also learns
 	// of each commit at once (LISTEN/NOTIFY); the poll is the fallback
@@ -416,6 +423,9 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
 	if ls, ok := st.(storage.Leaser); ok && !opts.ReadOnly {
 		l.lead.leaser = ls
+		if p, ok := st.(storage.Preferrer); ok && opts.Prefer {
+			p.Prefer(context.Background()) // until the store closes
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
 		err := l.tryLead(ctx)
 		cancel()

@@ -191,3 +191,14 @@ type HeadWatcher interface {
 type Settler interface {
 	SettleUnknown(ctx context.Context) error
 }
+
+// Preferrer is implemented by a store whose servers may prefer to
+// sequence the log (custody serve --prefer): Prefer says so for as long
+// as this server lives (a dead server prefers nothing), until ctx ends or
+// the store is closed; Preferred reports whether another live server
+// prefers it. A leader that does not prefer the log hands its lease over
+// to one that does.
+type Preferrer interface {
+	Prefer(ctx context.Context)
+	Preferred(ctx context.Context) (bool, error)
+}

@@ -117,7 +117,8 @@ Each log's leader advertises ADVERTISE/logs/NAME. Leaderships spread over
 the servers: a server takes the free lease of a log it was told to
 --prefer at once, and any other free lease only once it has stayed free
 for one --lease-ttl for every log this server already sequences (none:
-at once). With --publish, log NAME is published under PREFIX/logs/NAME/
+at once); a leader of a log it does not prefer hands it over to a live
+server that prefers it. With --publish, log NAME is published under PREFIX/logs/NAME/
 (the default log under PREFIX/), the same paths as on the server.
 --all-logs serves the logs the database holds when the server starts.
 
@@ -156,7 +157,7 @@ Example:
 				Sources: cli.EnvVars("CUSTODY_PUBLISH")},
 			&cli.StringSliceFlag{Name: "log", Usage: "with --store: serve the log `NAME` of the database, under /logs/NAME/ (repeat for several; default: the default log, at /; $CUSTODY_LOG)"},
 			&cli.BoolFlag{Name: "all-logs", Usage: "with --store: serve every log the database holds (custody logs), each under /logs/NAME/"},
-			&cli.StringSliceFlag{Name: "prefer", Usage: "with several logs: take the sequencer lease of log `NAME` at once when it is free (repeat for several)"},
+			&cli.StringSliceFlag{Name: "prefer", Usage: "with several logs: sequence log `NAME` whenever this server is up: take its free lease at once, and be handed it by a leader that does not prefer it (repeat for several)"},
 			&cli.DurationFlag{Name: "witness-interval", Value: time.Second, Usage: "the least time between two checkpoints sent to one witness (0: none)",
 				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},

@@ -167,6 +167,7 @@ func serveLogs(ctx context.Context, c *cli.Command, log *slog.Logger, ln net.Lis
 			lo.HeadFile = headFile + "." + name
 		}
 		preferred := slices.Contains(prefer, name)
+		lo.Prefer = preferred
 		lo.LeaseWait = func() time.Duration {
 			if preferred {
 				return 0
