@@ -165,10 +165,15 @@ func readBigMeta(dir string) (bigMeta, error) {
 
 // BigResult holds the figures taken on a big log.
 type BigResult struct {
-	Size          uint64    `json:"size"`
-	OpenMs        []float64 `json:"open_ms"` // each of OpenRounds opens
-	ProofsPerSec  float64   `json:"proofs_per_sec"`
-	BundlesPerSec float64   `json:"bundles_per_sec"`
+	Size   uint64    `json:"size"`
+	OpenMs []float64 `json:"open_ms"` // each of OpenRounds opens
+	// OpenReadOnlyMs is each of OpenRounds read-only opens (a scratch copy
+	// of the files Badger would cut, checked against the signed head: what
+	// audit, checkpoint, get, prove, export and replay do, and what a
+	// read-write open does first).
+	OpenReadOnlyMs []float64 `json:"open_read_only_ms"`
+	ProofsPerSec   float64   `json:"proofs_per_sec"`
+	BundlesPerSec  float64   `json:"bundles_per_sec"`
 	// ProofCPUUs, BundleCPUUs and VerifyCPUUs are the process's CPU time
 	// per operation in microseconds (Badger's background work included).
 	ProofCPUUs       float64 `json:"proof_cpu_us"`
@@ -227,6 +232,21 @@ func MeasureBigLog(ctx context.Context, dir string, d time.Duration, opts ledger
 		r.MemoryLimitMiB = float64(lim) / (1 << 20)
 	}
 	rss := sampleRSS()
+	ro := opts
+	ro.ReadOnly = true
+	for range OpenRounds {
+		start := time.Now()
+		l, err := ledger.Open(dir, ro)
+		if err != nil {
+			rss.peaks()
+			return r, err
+		}
+		r.OpenReadOnlyMs = append(r.OpenReadOnlyMs, float64(time.Since(start).Microseconds())/1000)
+		if err := l.Close(); err != nil {
+			rss.peaks()
+			return r, err
+		}
+	}
 	var l *ledger.Ledger
 	for i := range OpenRounds {
 		start := time.Now()

@@ -112,6 +112,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		row("bundles verified offline (all cores)", rate(b.VerifiesPerSec)+cpu(b.VerifyCPUUs), "", nil)
 		worst := slices.Max(b.OpenMs)
 		row(fmt.Sprintf("open at %s (worst of %d)", n, len(b.OpenMs)), fmt.Sprintf("%.1f ms", worst), tgt(fmt.Sprintf("<= %d ms", TargetOpenMs)), cond(worst <= TargetOpenMs))
+		if len(b.OpenReadOnlyMs) > 0 {
+			row(fmt.Sprintf("  of which the read-only open (scratch copy; worst of %d)", len(b.OpenReadOnlyMs)), fmt.Sprintf("%.1f ms", slices.Max(b.OpenReadOnlyMs)), "", nil)
+		}
 		row("peak RSS: open + proofs + bundles at "+n, fmt.Sprintf("%.0f MiB", b.PeakRSSMiB), tgt(fmt.Sprintf("<= %d MiB", TargetRSSMiB)), cond(b.PeakRSSMiB <= TargetRSSMiB))
 		row("  of which, at their peaks: anonymous / mapped files", fmt.Sprintf("%.0f / %.0f MiB (Go heap at the end %.0f MiB%s)", b.PeakAnonMiB, b.PeakFileMiB, b.GoHeapMiB, memLimit(b.MemoryLimitMiB)), "", nil)
 		row("disk per entry at "+n, fmt.Sprintf("%.0f B (leaf %d B)", b.DiskBytesPerLeaf, LeafBytes),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/custodylog/custody/server/api"
@@ -134,8 +135,10 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	// final tells the client to resume from its last entry, if its
 	// connection can still take it.
-	final := func(reason string) {
-		s.m.streamsCut.Inc()
+	final := func(reason string, cut bool) {
+		if cut {
+			s.m.streamsCut.Inc()
+		}
 		last := sub.cursor.Load()
 		data, _ := json.Marshal(api.Resume{After: last, Reason: reason})
 		rc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -143,13 +146,28 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 	}
 	// A write blocked on a client that does not read ends when the stream
-	// must: on shutdown, or when the client's context ends.
+	// must: on shutdown, or when the client's context ends; never after
+	// the handler has returned (the connection may then serve another
+	// request).
+	var finish sync.Mutex
+	finished, done := false, make(chan struct{})
+	defer func() {
+		finish.Lock()
+		finished = true
+		finish.Unlock()
+		close(done)
+	}()
 	go func() {
 		select {
 		case <-ctx.Done():
 		case <-s.stopping:
+		case <-done:
 		}
-		rc.SetWriteDeadline(time.Now())
+		finish.Lock()
+		if !finished {
+			rc.SetWriteDeadline(time.Now())
+		}
+		finish.Unlock()
 	}()
 	rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	if _, err := fmt.Fprintf(w, ": watching %s after %d\n\n", wf, after); err != nil || rc.Flush() != nil {
@@ -160,19 +178,19 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	var lastFlush time.Time
 	for {
 		if sub.behind.Load() {
-			final(fmt.Sprintf("this stream fell more than %d events behind its workflow; reconnect with Last-Event-ID: %d", s.opts.StreamLag, sub.cursor.Load()))
+			final(fmt.Sprintf("this stream fell behind the events the server keeps of its workflow (at most %d); reconnect with Last-Event-ID: %d", s.opts.StreamLag, sub.cursor.Load()), true)
 			return
 		}
 		cursor := sub.cursor.Load()
 		evs, wake, fromStore, base, err := t.since(cursor)
 		if err != nil {
-			final("the server stopped following this workflow; reconnect with Last-Event-ID: " + strconv.FormatUint(cursor, 10))
+			final("the server stopped following this workflow; reconnect with Last-Event-ID: "+strconv.FormatUint(cursor, 10), false)
 			return
 		}
 		if fromStore {
 			if sub.live.Load() {
 				// It was following the ring and fell out of it.
-				final(fmt.Sprintf("this stream fell more than %d events behind its workflow; reconnect with Last-Event-ID: %d", s.opts.StreamLag, cursor))
+				final(fmt.Sprintf("this stream fell behind the events the server keeps of its workflow (at most %d); reconnect with Last-Event-ID: %d", s.opts.StreamLag, cursor), true)
 				return
 			}
 			// Catch up from the store, up to the ring, in pages: only

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,5 +252,175 @@ func TestStreamCapPerAddr(t *testing.T) {
 		if r.StatusCode != want {
 			t.Fatalf("stream %d from one address: %d, want %d", i+1, r.StatusCode, want)
 		}
+	}
+}
+
+// TestEventsResumeWhenBehind: a stream that falls behind what the server
+// keeps of its workflow (Options.StreamLag) is cut with a last resume
+// event whose id is the last entry it was sent; reconnecting with that
+// Last-Event-ID gives every later entry, once each, in order.
+func TestEventsResumeWhenBehind(t *testing.T) {
+	lg := servertest.Start(t, server.Options{StreamLag: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agent, grant := lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_lag", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", lg.URL+"/v1/workflows/wf_lag/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	type event struct{ id, name string }
+	events := make(chan event, 1024)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var ev event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					events <- ev
+				}
+				ev = event{}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			}
+		}
+	}()
+	first := <-events // the CONFIRM: the stream now follows the ring
+	if first.name != "entry" {
+		t.Fatalf("first event %+v", first)
+	}
+	// Entries committed faster than the stream writes (at most one write
+	// every 50 ms): with a ring of one event, it falls behind.
+	var last string
+	var resume *event
+	for i := 0; i < 200 && resume == nil; i++ {
+		if _, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	drain:
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("the stream ended without a resume event (last entry %s)", last)
+				}
+				if ev.name == "resume" {
+					resume = &ev
+					break drain
+				}
+				last = ev.id
+			default:
+				break drain
+			}
+		}
+	}
+	if resume == nil {
+		t.Skip("the stream kept up with 200 appends one after another on this machine")
+	}
+	if last == "" {
+		last = first.id
+	}
+	if resume.id != last {
+		t.Fatalf("resume event id %s, last entry sent %s", resume.id, last)
+	}
+	if _, ok := <-events; ok {
+		t.Fatal("events after the resume event")
+	}
+	after, _ := strconv.ParseUint(resume.id, 10, 64)
+	s, err := lg.Client.Events(ctx, "wf_lag", after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want, err := lg.Ledger.WorkflowIndexes("wf_lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if w <= after {
+			continue
+		}
+		e, err := s.Next()
+		if err != nil || e.Index != w {
+			t.Fatalf("after resuming at %d: %+v %v, want entry %d", after, e, err, w)
+		}
+	}
+}
+
+// TestSlowReaderHoldsNoToken: a bundle whose client does not read holds
+// its bytes (within Options.MaxAnswerBytes), not the heavy-read token:
+// with one token and the bundle's write blocked, a workflow page is still
+// served (before, it waited HeavyReadWait and got 503), and so is a
+// stream that must catch up from the store.
+func TestSlowReaderHoldsNoToken(t *testing.T) {
+	lg := servertest.Start(t, server.Options{MaxHeavyReads: 1, HeavyReadWait: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A workflow whose bundle (about 1.5 KB an entry) is larger than the
+	// kernel lets a socket buffer (4 MiB send, on Linux's defaults).
+	alice := lg.Principal("user:alice")
+	var mu sync.Mutex
+	var last uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for a := range 8 {
+		agent, grant := lg.Agent(alice, fmt.Sprintf("agent:a%d", a), "wf_big", nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				rec, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				last = max(last, rec.Index)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// A client with a tiny receive buffer asks for the whole workflow's
+	// bundle and never reads it.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return serr
+	}}
+	conn, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(lg.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/bundle?index=%d&workflow=1 HTTP/1.1\r\nHost: x\r\n\r\n", last)
+	time.Sleep(500 * time.Millisecond) // the bundle is built and its write blocks
+	page, err := http.Get(lg.URL + "/v1/workflows/wf_big?after=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, page.Body)
+	page.Body.Close()
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("a workflow page while a bundle's client does not read: %d", page.StatusCode)
+	}
+	s, err := lg.Client.Events(ctx, "wf_big", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(); err != nil {
+		t.Fatalf("a stream catching up while a bundle's client does not read: %v", err)
 	}
 }

@@ -69,6 +69,9 @@ func TestLogsCommand(t *testing.T) {
 	if r := must(t, 1, "logs", "--store", base, "--log", "zzz"); !strings.Contains(r.stderr, `no log named "zzz"`) {
 		t.Fatalf("logs --log zzz: %s", r.stderr)
 	}
+	if r := must(t, 5, "logs", "--store", "postgres://custody@127.0.0.1:1/custody"); !strings.Contains(r.stderr, "unavailable") {
+		t.Fatalf("logs of a database that cannot be reached: %s", r.stderr)
+	}
 
 	origin := func(args ...string) string {
 		t.Helper()

@@ -60,6 +60,11 @@ Each append decision is logged at info (verdict, reason code, index,
 latency); /metrics counts appends by verdict, denials and refusals by
 reason code, and custody_build_info names the build.
 
+An event stream whose client does not take a write within 10 s, or falls
+1,024 events behind, is cut (custody_event_streams_cut_total), with a last
+"event: resume" when it can still be told; a client reconnects with
+Last-Event-ID and misses nothing.
+
 The Go heap runs under a soft limit of --memory-limit MiB (384 by default;
 0 for none; $GOMEMLIMIT, when set, wins): past it the collector works harder
 instead of letting the heap double, which keeps a server on a large log

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -455,21 +456,45 @@ func (s *Store) Dedup(_ context.Context, h [32]byte) (uint64, bool, error) {
 	return binary.BigEndian.Uint64(v), true, nil
 }
 
-// writes is b as Badger keys and values.
+// writes is b as Badger keys and values. The keys (and the dedup
+// values) are cut from one buffer each, not allocated one by one: a batch
+// writes a few per entry.
 func writes(b *storage.Batch) [][2][]byte {
-	w := make([][2][]byte, 0, 2*len(b.Leaves)+len(b.Tiles)+len(b.Records)+3)
-	for i, leaf := range b.Leaves {
-		w = append(w, [2][]byte{leafKey(b.From + uint64(i)), leaf})
+	n := len(b.Leaves) + len(b.Dedup) + len(b.Tiles) + len(b.Records) + 3
+	size := len(b.Leaves)*leafKeyLen + len(b.Dedup)*hashKeyLen + len(b.Tiles)*tileKeyLen
+	for _, r := range b.Records {
+		size += 1 + len(r.Key)
 	}
+	keys := make([]byte, 0, size)
+	// key returns what the last append added to keys, capped so that no
+	// later append can write into it.
+	key := func(start int) []byte { return keys[start:len(keys):len(keys)] }
+	w := make([][2][]byte, 0, n)
+	for i, leaf := range b.Leaves {
+		start := len(keys)
+		keys = append(keys, pLeaf)
+		keys = binary.BigEndian.AppendUint64(keys, b.From+uint64(i))
+		w = append(w, [2][]byte{key(start), leaf})
+	}
+	values := make([]byte, 0, 8*len(b.Dedup))
 	for _, d := range b.Dedup {
-		w = append(w, [2][]byte{hashKey(d.Hash), be64(d.Index)})
+		start := len(keys)
+		keys = append(append(keys, pHash), d.Hash[:]...)
+		v := len(values)
+		values = binary.BigEndian.AppendUint64(values, d.Index)
+		w = append(w, [2][]byte{key(start), values[v:len(values):len(values)]})
 	}
 	for _, t := range b.Tiles {
-		w = append(w, [2][]byte{tileKey(t.Level, t.Index), t.Data})
+		start := len(keys)
+		keys = append(keys, pTile, byte(t.Level))
+		keys = binary.BigEndian.AppendUint64(keys, t.Index)
+		w = append(w, [2][]byte{key(start), t.Data})
 	}
 	for _, r := range b.Records {
 		if r.Value != nil {
-			w = append(w, [2][]byte{stateKey(r.Key), r.Value})
+			start := len(keys)
+			keys = append(append(keys, pState), r.Key...)
+			w = append(w, [2][]byte{key(start), r.Value})
 		}
 	}
 	w = append(w, [2][]byte{kEdge, b.Edge}, [2][]byte{kCheckpoint, b.Checkpoint})
@@ -557,11 +582,12 @@ func (s *Store) fence(txn *badger.Txn, size uint64) error {
 	}
 	var have uint64
 	if edge != nil {
-		e, err := merkle.ParseEdge(edge)
-		if err != nil {
-			return fmt.Errorf("stored tree edge: %w", err)
+		// Only the size is compared: read it, and check the length that
+		// size implies, as ParseEdge would, without rebuilding the edge.
+		if len(edge) < 8 || len(edge) != 8+bits.OnesCount64(binary.BigEndian.Uint64(edge))*merkle.HashSize {
+			return fmt.Errorf("stored tree edge: %w: %d bytes", merkle.ErrMalformedEdge, len(edge))
 		}
-		have = e.Size()
+		have = binary.BigEndian.Uint64(edge)
 	}
 	if have != size {
 		return fmt.Errorf("%w: the stored head has size %d, the batch extends %d", storage.ErrFenced, have, size)

@@ -52,3 +52,34 @@ func TestWeigh(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesKeys: the keys and dedup values writes cuts from one buffer
+// are those the readers look up (leafKey, hashKey, tileKey, stateKey,
+// be64), and none shares bytes another can overwrite.
+func TestWritesKeys(t *testing.T) {
+	b := &storage.Batch{From: 1<<40 + 3,
+		Leaves:  [][]byte{[]byte("a"), []byte("b")},
+		Dedup:   []storage.Dedup{{Hash: [32]byte{1}, Index: 7}, {Hash: [32]byte{2}, Index: 1 << 50}},
+		Tiles:   []storage.Tile{{Level: 0, Index: 9, Data: []byte("t0")}, {Level: 2, Index: 1 << 33, Data: []byte("t2")}},
+		Records: []storage.Record{{Key: "wf/a", Value: []byte("1")}, {Key: "gone"}, {Key: "~wfidx/a", Value: []byte("2")}},
+		Edge:    []byte("e"), Checkpoint: []byte("c")}
+	want := [][2][]byte{
+		{leafKey(b.From), b.Leaves[0]}, {leafKey(b.From + 1), b.Leaves[1]},
+		{hashKey(b.Dedup[0].Hash), be64(7)}, {hashKey(b.Dedup[1].Hash), be64(1 << 50)},
+		{tileKey(0, 9), b.Tiles[0].Data}, {tileKey(2, 1<<33), b.Tiles[1].Data},
+		{stateKey("wf/a"), []byte("1")}, {stateKey("~wfidx/a"), []byte("2")},
+		{kEdge, b.Edge}, {kCheckpoint, b.Checkpoint},
+	}
+	got := writes(b)
+	if len(got) != len(want) {
+		t.Fatalf("%d writes, want %d", len(got), len(want))
+	}
+	for i := range got {
+		_ = append(got[i][0], 0xff) // must not reach the next key
+	}
+	for i := range want {
+		if string(got[i][0]) != string(want[i][0]) || string(got[i][1]) != string(want[i][1]) {
+			t.Errorf("write %d: %q=%q, want %q=%q", i, got[i][0], got[i][1], want[i][0], want[i][1])
+		}
+	}
+}
