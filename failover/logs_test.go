@@ -70,7 +70,7 @@ func waitRole(t *testing.T, s *server, name, role string, within time.Duration) 
 // acknowledged entry in place.
 func TestTwoLogsFailover(t *testing.T) {
 	base := storagetest.PostgresURL(t)
-	ttl := time.Duration(envInt("CUSTODY_FAILOVER_TTL_MS", 1500)) * time.Millisecond
+	ttl := time.Duration(envInt("CUSTODY_FAILOVER_TTL_MS", 2000)) * time.Millisecond
 	nClients := envInt("CUSTODY_FAILOVER_CLIENTS", 8)
 	adminA, adminB := testlog.NewActor("admin"), testlog.NewActor("admin")
 	originA, originB := "failover.test/a", "failover.test/b"
