@@ -405,7 +405,13 @@ func TestSlowReaderHoldsNoToken(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /v1/bundle?index=%d&workflow=1 HTTP/1.1\r\nHost: x\r\n\r\n", last)
-	time.Sleep(500 * time.Millisecond) // the bundle is built and its write blocks
+	// The answer's first bytes say the bundle is built and being written
+	// (however slow the machine); the rest of it then blocks in the write.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	status := make([]byte, len("HTTP/1.1 200"))
+	if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+		t.Fatalf("the bundle's answer began %q, %v; want HTTP/1.1 200", status, err)
+	}
 	page, err := http.Get(lg.URL + "/v1/workflows/wf_big?after=0")
 	if err != nil {
 		t.Fatal(err)
