@@ -27,6 +27,10 @@ type AppendResult struct {
 	// CPUUs is the process's CPU time per submission in microseconds (all
 	// goroutines: clients, server, ledger, Badger).
 	CPUUs float64 `json:"cpu_us_per_op"`
+	// Allocs is the heap allocations per submission, of every goroutine
+	// in the process: unlike a rate or CPU time, the load does not move
+	// it, so it is the figure to compare between builds.
+	Allocs float64 `json:"allocs_per_op,omitempty"`
 	// MeanBatch is the mean number of entries in the ledger's commits
 	// during the run, and CommitMs the mean time of one (the Badger commit
 	// and its fsyncs): what the pipeline's batching made of the load.
@@ -183,6 +187,7 @@ func (ab *authBench) run(ctx context.Context, window int) (AppendResult, error) 
 	lat := make([][]time.Duration, len(streams))
 	total := ab.total()
 	s0 := ab.w.l.Stats()
+	allocs0 := mallocs()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for si, envs := range streams {
@@ -239,7 +244,8 @@ func (ab *authBench) run(ctx context.Context, window int) (AppendResult, error) 
 	}
 	p50, p99 := percentiles(all)
 	r := AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: window * len(streams),
-		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total)}
+		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total),
+		Allocs: allocsPerOp(allocs0, total)}
 	r.withCommits(s0, ab.w.l.Stats())
 	return r, nil
 }

@@ -36,6 +36,9 @@ func TestSuiteTiny(t *testing.T) {
 	if a := r.Auth; a != nil && (a.MeanBatch < 1 || a.CommitMs <= 0) {
 		t.Errorf("authorised appends: batching figures %+v", a)
 	}
+	if a, h := r.Auth, r.HTTP; a != nil && h != nil && (a.Allocs <= 0 || h.Allocs <= 0) {
+		t.Errorf("allocations per append: %v in process, %v over HTTP", a.Allocs, h.Allocs)
+	}
 	if h := r.HTTP; h == nil || h.Denied == 0 || h.Accepted+h.Denied != h.Submissions || h.MeanBatch < 1 {
 		t.Errorf("HTTP appends: %+v", h)
 	}

@@ -57,6 +57,7 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 	pend := make([][]time.Duration, len(ab.chains)) // accepted pending receipts
 	total := ab.total()
 	s0 := ab.w.l.Stats()
+	allocs0 := mallocs()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for ci, c := range ab.chains {
@@ -133,7 +134,7 @@ func (ab *authBench) runHTTP(ctx context.Context, url string) (AppendResult, err
 	pp50, pp99 := percentiles(pall)
 	r := AppendResult{Submissions: total, Accepted: int(acc.Load()), Denied: int(den.Load()), Inflight: len(ab.chains),
 		Seconds: elapsed.Seconds(), PerSec: float64(total) / elapsed.Seconds(), P50Ms: p50, P99Ms: p99, CPUUs: cpuPerOp(cpu0, total),
-		PendingP50Ms: pp50, PendingP99Ms: pp99}
+		Allocs: allocsPerOp(allocs0, total), PendingP50Ms: pp50, PendingP99Ms: pp99}
 	r.withCommits(s0, ab.w.l.Stats())
 	return r, nil
 }

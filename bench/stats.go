@@ -47,6 +47,21 @@ func cpuPerOp(start time.Duration, ops int) float64 {
 	return float64((cpuTime() - start).Microseconds()) / float64(ops)
 }
 
+// mallocs is the number of heap allocations the process has made.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// allocsPerOp is the heap allocations made since start (mallocs) per op.
+func allocsPerOp(start uint64, ops int) float64 {
+	if ops <= 0 {
+		return 0
+	}
+	return float64(mallocs()-start) / float64(ops)
+}
+
 // rssSampler records the peak anonymous and file-backed resident set,
 // sampling /proc/self/status every 50 ms. VmHWM alone cannot tell the
 // two apart, and Badger maps its files: their pages count in RSS but the

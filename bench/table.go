@@ -156,6 +156,9 @@ func rate(v float64) string { return num(v) + "/s" }
 
 func latency(a *AppendResult) string {
 	s := fmt.Sprintf(" (p50 %.1f ms, p99 %.1f ms; %.0f µs CPU each", a.P50Ms, a.P99Ms, a.CPUUs)
+	if a.Allocs > 0 {
+		s += fmt.Sprintf(", %.0f allocations", a.Allocs)
+	}
 	if a.MeanBatch > 0 {
 		s += fmt.Sprintf("; commits of %.0f in %.1f ms", a.MeanBatch, a.CommitMs)
 	}

@@ -440,6 +440,7 @@ func (l *Ledger) process(batch []*request) {
 		b      = &storage.Batch{From: l.next}
 		hashes []merkle.Hash
 	)
+	known := l.prefetchDedup(batch)
 	for i, req := range batch {
 		<-req.ready
 		a := &answers[i]
@@ -468,7 +469,7 @@ func (l *Ledger) process(batch []*request) {
 				return
 			}
 		}
-		if prior, err := l.priorDecision(req.hash); err != nil || prior != nil {
+		if prior, err := known.prior(l, req.hash); err != nil || prior != nil {
 			a.res, a.err = prior, err
 			continue
 		}
@@ -984,6 +985,60 @@ func (l *Ledger) reload() error {
 	return nil
 }
 
+// dedupBatch is what one query told of a batch's submission hashes, on a
+// store where each read is a round trip (storage.DedupBatcher): the
+// committed index of each it holds. A hash the batch in flight logs
+// (recheck) may be committed after the query ran, so it is looked up
+// again, after that batch. A nil dedupBatch looks every hash up alone.
+type dedupBatch struct {
+	found   map[[32]byte]uint64
+	recheck map[[32]byte]bool
+}
+
+// prefetchDedup looks up the batch's submission hashes at once, on a store
+// that can (nil otherwise, or if the query failed: each is then looked up
+// alone, and an error is reported there).
+func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
+	db, ok := l.store.(storage.DedupBatcher)
+	if !ok || len(batch) < 2 {
+		return nil
+	}
+	hs := make([][32]byte, 0, len(batch))
+	for _, req := range batch {
+		<-req.ready
+		if !req.raw && req.refusal == nil {
+			hs = append(hs, req.hash)
+		}
+	}
+	if len(hs) < 2 {
+		return nil
+	}
+	d := &dedupBatch{recheck: map[[32]byte]bool{}}
+	for _, h := range hs {
+		if _, pending := l.inflightHash(h); pending {
+			d.recheck[h] = true
+		}
+	}
+	found, err := db.DedupMany(context.Background(), hs)
+	if err != nil {
+		return nil
+	}
+	d.found = found
+	return d
+}
+
+// prior is priorDecision, answered from the batch's query where it can.
+func (d *dedupBatch) prior(l *Ledger, h [32]byte) (*Result, error) {
+	if d == nil || d.recheck[h] {
+		return l.priorDecision(h)
+	}
+	index, ok := d.found[h]
+	if !ok {
+		return nil, nil
+	}
+	return l.priorAt(index)
+}
+
 // priorDecision returns the logged decision for a submission whose exact
 // bytes were decided before, or nil.
 func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
@@ -991,6 +1046,11 @@ func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
+	return l.priorAt(index)
+}
+
+// priorAt is the logged decision at index, the entry a dedup hash names.
+func (l *Ledger) priorAt(index uint64) (*Result, error) {
 	e, err := l.Entry(index)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -349,5 +351,82 @@ func TestEventsResumeWhenBehind(t *testing.T) {
 		if err != nil || e.Index != w {
 			t.Fatalf("after resuming at %d: %+v %v, want entry %d", after, e, err, w)
 		}
+	}
+}
+
+// TestSlowReaderHoldsNoToken: a bundle whose client does not read holds
+// its bytes (within Options.MaxAnswerBytes), not the heavy-read token:
+// with one token and the bundle's write blocked, a workflow page is still
+// served (before, it waited HeavyReadWait and got 503), and so is a
+// stream that must catch up from the store.
+func TestSlowReaderHoldsNoToken(t *testing.T) {
+	lg := servertest.Start(t, server.Options{MaxHeavyReads: 1, HeavyReadWait: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A workflow whose bundle (about 1.5 KB an entry) is larger than the
+	// kernel lets a socket buffer (4 MiB send, on Linux's defaults).
+	alice := lg.Principal("user:alice")
+	var mu sync.Mutex
+	var last uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for a := range 8 {
+		agent, grant := lg.Agent(alice, fmt.Sprintf("agent:a%d", a), "wf_big", nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				rec, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				last = max(last, rec.Index)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// A client with a tiny receive buffer asks for the whole workflow's
+	// bundle and never reads it.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return serr
+	}}
+	conn, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(lg.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/bundle?index=%d&workflow=1 HTTP/1.1\r\nHost: x\r\n\r\n", last)
+	// The answer's first bytes say the bundle is built and being written
+	// (however slow the machine); the rest of it then blocks in the write.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	status := make([]byte, len("HTTP/1.1 200"))
+	if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+		t.Fatalf("the bundle's answer began %q, %v; want HTTP/1.1 200", status, err)
+	}
+	page, err := http.Get(lg.URL + "/v1/workflows/wf_big?after=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, page.Body)
+	page.Body.Close()
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("a workflow page while a bundle's client does not read: %d", page.StatusCode)
+	}
+	s, err := lg.Client.Events(ctx, "wf_big", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(); err != nil {
+		t.Fatalf("a stream catching up while a bundle's client does not read: %v", err)
 	}
 }

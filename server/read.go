@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
@@ -186,6 +187,8 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var once sync.Once
+	release = onlyOnce(&once, release)
 	defer release()
 	whole := false
 	switch q.Get("workflow") {
@@ -210,9 +213,11 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 		s.readError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(raw, '\n'))
+	s.writeLarge(w, release, "application/json", append(raw, '\n'))
 }
+
+// onlyOnce returns f, made to run at most once.
+func onlyOnce(once *sync.Once, f func()) func() { return func() { once.Do(f) } }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 	wf := r.PathValue("id")
@@ -225,6 +230,8 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var once sync.Once
+	release = onlyOnce(&once, release)
 	defer release()
 	idx, more, err := s.l.WorkflowRange(r.Context(), wf, after, s.opts.PageSize)
 	if err != nil {
@@ -240,7 +247,12 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Entries = append(out.Entries, EntryDoc(e))
 	}
-	writeJSON(w, http.StatusOK, out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	s.writeLarge(w, release, "application/json", append(b, '\n'))
 }
 
 func (s *Server) getKeySeq(w http.ResponseWriter, r *http.Request) {

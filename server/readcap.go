@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,6 +28,53 @@ import (
 // cannot take the slots a runtime needs for the workflow it holds a grant
 // in. Entries are encoded once for every stream that sends them (a small
 // shared cache), and a stream stops working as soon as its client goes.
+
+// A heavy read holds its token while it builds its answer, not while the
+// client takes it: the answer's bytes then count against the budget of
+// large answers being sent (Options.MaxAnswerBytes), and a client that
+// does not read holds that memory (until the server's WriteTimeout), never
+// the token a runtime's stream needs to catch up.
+
+// answerBudget bounds the bytes of large answers being written at once.
+type answerBudget struct {
+	mu   sync.Mutex
+	max  int
+	used int // guarded by mu
+}
+
+// take counts n more bytes unless the budget would pass max; a lone
+// answer always fits, whatever its size.
+func (b *answerBudget) take(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used > 0 && b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *answerBudget) release(n int) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// writeLarge writes a large answer built under a heavy-read token
+// (released first), within the answer budget: past it, 503.
+func (s *Server) writeLarge(w http.ResponseWriter, release func(), contentType string, body []byte) {
+	release()
+	if !s.answers.take(len(body)) {
+		s.m.heavyRefused.Inc()
+		s.unavailable(w, api.CodeOverloaded, "too many large answers being sent at once; retry later")
+		return
+	}
+	defer s.answers.release(len(body))
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
 
 // heavyRead takes a heavy-read token, waiting at most HeavyReadWait; it
 // answers 503 itself and returns false when none came.

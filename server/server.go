@@ -81,6 +81,12 @@ type Options struct {
 	// answered 503 (default 10s; a waiting request holds no memory).
 	MaxHeavyReads int
 	HeavyReadWait time.Duration
+	// MaxAnswerBytes bounds the bytes of bundles and workflow pages being
+	// sent at once (default 64 MiB; one answer alone always goes): past
+	// it a new one is answered 503. A heavy read gives its token back
+	// once its answer is built, so a client that does not read holds
+	// memory within this bound, never a token (readcap.go).
+	MaxAnswerBytes int
 	// StreamWriteTimeout bounds one write to an event stream (default
 	// 10s): a client that has not taken what was sent by then is cut.
 	// StreamLag is how many events of a workflow the server keeps for
@@ -167,6 +173,9 @@ func (o *Options) defaults() {
 	if o.MaxHeavyReads <= 0 {
 		o.MaxHeavyReads = max(1, runtime.GOMAXPROCS(0)/2)
 	}
+	if o.MaxAnswerBytes <= 0 {
+		o.MaxAnswerBytes = 64 << 20
+	}
 	if o.HeavyReadWait <= 0 {
 		o.HeavyReadWait = 10 * time.Second
 	}
@@ -194,6 +203,7 @@ type Server struct {
 	addrs   addrStreams   // open streams per client address
 	events  eventCache    // encoded stream events, shared by streams
 	hub     hub           // the workflows streams follow (fanout.go)
+	answers answerBudget  // large answers being written (readcap.go)
 
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
@@ -213,6 +223,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
 		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
+	s.answers.max = opts.MaxAnswerBytes
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

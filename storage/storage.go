@@ -172,6 +172,15 @@ type Lease struct {
 	Failovers uint64
 }
 
+// DedupBatcher is implemented by a store whose every read is a round trip
+// to a server (PostgreSQL): DedupMany looks up many submission hashes in
+// one, returning the index of each it holds (those it does not are
+// absent from the map). The sequencer asks it once per batch instead of
+// Dedup once per submission.
+type DedupBatcher interface {
+	DedupMany(ctx context.Context, hashes [][32]byte) (map[[32]byte]uint64, error)
+}
+
 // HeadWatcher is implemented by a store that many servers share and that
 // can announce commits to them (PostgreSQL: LISTEN/NOTIFY). WatchHead
 // returns a channel that receives, soon after any server commits a batch

@@ -350,6 +350,37 @@ func (s *Store) Dedup(ctx context.Context, h [32]byte) (uint64, bool, error) {
 	return uint64(idx), true, nil
 }
 
+var _ storage.DedupBatcher = (*Store)(nil)
+
+// DedupMany looks up many submission hashes in one query.
+func (s *Store) DedupMany(ctx context.Context, hashes [][32]byte) (map[[32]byte]uint64, error) {
+	hs := make([][]byte, len(hashes))
+	for i := range hashes {
+		hs[i] = hashes[i][:]
+	}
+	rows, err := s.pool.Query(ctx, "SELECT hash, idx FROM custody_dedup WHERE hash = ANY($1)", hs)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	found := map[[32]byte]uint64{}
+	for rows.Next() {
+		var h []byte
+		var idx int64
+		if err := rows.Scan(&h, &idx); err != nil {
+			return nil, s.wrap(err)
+		}
+		if len(h) != 32 || idx < 0 {
+			return nil, fmt.Errorf("%s: a dedup row with a hash of %d bytes at index %d", s.location, len(h), idx)
+		}
+		found[[32]byte(h)] = uint64(idx)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(err)
+	}
+	return found, nil
+}
+
 // budget bounds one transaction: far below what PostgreSQL takes, so
 // that a batch's commit stays short.
 const budget = 64 << 20

@@ -16,6 +16,70 @@ import (
 // Ledger runs the ledger-level conformance suite on logs created at the
 // locations newLocation returns (a new, empty one per call).
 func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
+	t.Run("RepeatsInConcurrentBatches", func(t *testing.T) {
+		// Repeats in concurrent batches (which a store may look up all at
+		// once), beside new submissions each sent twice at once (the second
+		// may come while the first one's batch is still being committed):
+		// every repeat gets the first decision, and nothing is logged twice.
+		w := testlog.NewWorld(t, testlog.WorldOptions{Location: newLocation(t)})
+		sc := w.Standard()
+		au := w.Author
+		g := testlog.NewGrant(sc.Booker, "wf_rep", []string{"t/rep"}, []string{"purchase"}, []string{"s1"}, nil, 3600)
+		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_rep", g))
+		sign := func(id string) []byte {
+			_, raw, err := sc.Booker.Sign(au.Pending(sc.Booker, id, "c_rep", "s1", "purchase", "t/rep", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return raw
+		}
+		submit := func(e []byte) *ledger.Pending {
+			p, err := w.L.Submit(context.Background(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		envs := make([][]byte, 300)
+		first := make([]uint64, len(envs))
+		var pend []*ledger.Pending
+		for i := range envs {
+			envs[i] = sign(fmt.Sprintf("r_rep_%d", i))
+			pend = append(pend, submit(envs[i]))
+		}
+		for i, p := range pend {
+			r, err := p.Wait(context.Background())
+			if err != nil || r.Verdict != authority.Accepted || r.Duplicate {
+				t.Fatalf("receipt %d: %+v, %v", i, r, err)
+			}
+			first[i] = r.Index
+		}
+		before := w.L.Head().Size
+		var again, twice []*ledger.Pending
+		for i, e := range envs {
+			again = append(again, submit(e))
+			if i%6 == 0 {
+				fresh := sign(fmt.Sprintf("r_twice_%d", i))
+				twice = append(twice, submit(fresh), submit(fresh))
+			}
+		}
+		for i, p := range again {
+			r, err := p.Wait(context.Background())
+			if err != nil || !r.Duplicate || r.Index != first[i] {
+				t.Fatalf("receipt %d sent again: %+v, %v; want a duplicate of index %d", i, r, err, first[i])
+			}
+		}
+		for i := 0; i < len(twice); i += 2 {
+			a, errA := twice[i].Wait(context.Background())
+			b, errB := twice[i+1].Wait(context.Background())
+			if errA != nil || errB != nil || a.Verdict != authority.Accepted || a.Duplicate || !b.Duplicate || b.Index != a.Index {
+				t.Fatalf("a new receipt sent twice at once: %+v, %v; then %+v, %v", a, errA, b, errB)
+			}
+		}
+		if got := w.L.Head().Size - before; got != uint64(len(twice)/2) {
+			t.Fatalf("%d entries logged for %d new receipts sent twice and %d repeats", got, len(twice)/2, len(again))
+		}
+	})
 	t.Run("ScenarioProofsReopenReplay", func(t *testing.T) {
 		loc := newLocation(t)
 		w := testlog.NewWorld(t, testlog.WorldOptions{Location: loc})
