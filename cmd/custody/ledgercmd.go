@@ -81,6 +81,7 @@ Example:
 				return usage(c, "%v", err)
 			}
 			adminFile := filepath.Join(dir, ledger.AdminKeyFile)
+			generated := false // the admin key was generated here, into a file of the current folder
 			if f := c.String("admin-key"); f != "" {
 				if o.AdminKey, err = readPrivateKey(f); err != nil {
 					return fmt.Errorf("init: admin key: %w", err)
@@ -100,7 +101,7 @@ Example:
 				if err := sign.WritePrivateKeyFile(adminFile, priv, nil, false); err != nil {
 					return fmt.Errorf("init: writing the new admin key: %w (give one with --admin-key)", err)
 				}
-				o.AdminKey = priv
+				o.AdminKey, generated = priv, true
 			}
 			logFile := filepath.Join(dir, ledger.LogKeyFile)
 			if ledger.IsStoreURL(dir) {
@@ -118,6 +119,12 @@ Example:
 			o.Options.Passphrase = sign.Passphrase("passphrase for " + logFile + ": ")
 			l, err := ledger.Init(dir, c.String("origin"), o)
 			if err != nil {
+				if generated {
+					// Kept, not deleted: whether the log was created before
+					// the error is for the operator to check, and a log
+					// whose admin key is gone cannot be administered.
+					return fmt.Errorf("init: %w (the admin key generated for it stays in %s: to try again with it, add --admin-key %s)", err, adminFile, adminFile)
+				}
 				return fmt.Errorf("init: %w", err)
 			}
 			defer l.Close()
