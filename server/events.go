@@ -63,6 +63,10 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
+	if !s.addrs.open(addr, time.Now(), s.opts.StreamOpensPerAddr, s.opts.MaxStreamsPerAddr) {
+		s.unavailable(w, api.CodeOverloaded, "too many event streams opened from "+addr+" in the last seconds; retry later")
+		return
+	}
 	if !s.addrs.take(addr, s.opts.MaxStreamsPerAddr) {
 		s.unavailable(w, api.CodeOverloaded, "too many event streams open from "+addr+"; close some or retry later")
 		return

@@ -430,3 +430,54 @@ func TestSlowReaderHoldsNoToken(t *testing.T) {
 		t.Fatalf("a stream catching up while a bundle's client does not read: %v", err)
 	}
 }
+
+// TestStreamOpensPerAddr: an address that opens and closes streams as fast
+// as it can gets its first MaxStreamsPerAddr at once, then
+// StreamOpensPerAddr a second; the others are answered 503 with
+// Retry-After and cost no stream. Another address is not affected by it.
+func TestStreamOpensPerAddr(t *testing.T) {
+	lg := servertest.Start(t, server.Options{MaxStreamsPerAddr: 4, StreamOpensPerAddr: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	alice := lg.Principal("user:alice")
+	agent, grant := lg.Agent(alice, "agent:a", "wf_opens", nil)
+	if _, err := agent.Receipt(ctx, servertest.Pending(grant, "s0", nil)); err != nil {
+		t.Fatal(err)
+	}
+	open := func(from string) int {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+		resp, err := hc.Get(lg.URL + "/v1/workflows/wf_opens/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("503 without Retry-After")
+		}
+		return resp.StatusCode
+	}
+	var ok, refused int
+	start := time.Now()
+	for range 12 {
+		switch code := open("127.0.0.1"); code {
+		case http.StatusOK:
+			ok++
+		case http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("a new stream: %d", code)
+		}
+	}
+	// 4 at once, and 2 a second over the time the loop took.
+	if most := 4 + int(2*time.Since(start).Seconds()) + 1; ok < 4 || ok > most || refused == 0 {
+		t.Fatalf("12 streams opened at once from one address: %d opened, %d refused; want 4 to %d opened", ok, refused, most)
+	}
+	if code := open("127.0.0.2"); code != http.StatusOK {
+		t.Fatalf("a stream from another address: %d, want 200", code)
+	}
+	time.Sleep(time.Second)
+	if code := open("127.0.0.1"); code != http.StatusOK {
+		t.Fatalf("a stream from the first address a second later: %d, want 200", code)
+	}
+}

@@ -23,7 +23,8 @@ import (
 // signature workers keep theirs.
 //
 // Event streams are capped in total (MaxStreams) and per client address
-// (MaxStreamsPerAddr), and a stream on a workflow that does not exist is
+// (MaxStreamsPerAddr open at once, StreamOpensPerAddr new ones a second
+// with MaxStreamsPerAddr of them at once), and a stream on a workflow that does not exist is
 // answered 404: idle streams from one address, or on made-up workflows,
 // cannot take the slots a runtime needs for the workflow it holds a grant
 // in. Entries are encoded once for every stream that sends them (a small
@@ -109,10 +110,63 @@ func (s *Server) heavyWait(ctx context.Context) (release func(), ok bool) {
 	}
 }
 
-// addrStreams counts open event streams per client address.
+// addrStreams counts open event streams per client address, and the
+// streams each address opens: a client that opens and closes streams as
+// fast as it can (each costs the server a request, a lookup and a first
+// page) never holds many at once, so the cap on open streams alone does
+// not bound the work it makes.
 type addrStreams struct {
-	mu sync.Mutex
-	n  map[string]int // guarded by mu
+	mu    sync.Mutex
+	n     map[string]int          // guarded by mu
+	opens map[string]*streamOpens // guarded by mu
+}
+
+// streamOpens is one address's bucket of new-stream tokens.
+type streamOpens struct {
+	tokens float64
+	at     time.Time
+}
+
+// maxOpenBuckets bounds the addresses whose stream openings are tracked;
+// past it, those whose buckets have filled again are forgotten, and while
+// none has, a new address gets no token (503, retry).
+const maxOpenBuckets = 4096
+
+// open takes one of addr's new-stream tokens: it has burst of them and
+// gains rate a second. A rate of zero or less takes none.
+func (a *addrStreams) open(addr string, now time.Time, rate float64, burst int) bool {
+	if rate <= 0 {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.opens == nil {
+		a.opens = map[string]*streamOpens{}
+	}
+	full := func(o *streamOpens) float64 {
+		return min(float64(burst), o.tokens+now.Sub(o.at).Seconds()*rate)
+	}
+	o := a.opens[addr]
+	if o == nil {
+		if len(a.opens) >= maxOpenBuckets {
+			for k, v := range a.opens {
+				if full(v) >= float64(burst) {
+					delete(a.opens, k)
+				}
+			}
+			if len(a.opens) >= maxOpenBuckets {
+				return false
+			}
+		}
+		o = &streamOpens{tokens: float64(burst), at: now}
+		a.opens[addr] = o
+	}
+	o.tokens, o.at = full(o), now
+	if o.tokens < 1 {
+		return false
+	}
+	o.tokens--
+	return true
 }
 
 // take counts one more stream from addr, unless it has max already.

@@ -74,6 +74,12 @@ type Options struct {
 	// MaxStreamsPerAddr caps the event streams one client address may
 	// hold open (default 64; see readcap.go).
 	MaxStreamsPerAddr int
+	// StreamOpensPerAddr is how many new event streams a second one
+	// client address may open, after a first MaxStreamsPerAddr at once
+	// (default 20; negative: no limit). Past it a new stream is answered
+	// 503 with Retry-After. A runtime opens one stream per workflow and
+	// another only to resume one.
+	StreamOpensPerAddr float64
 	// MaxHeavyReads bounds the bundle, workflow-page and stream catch-up
 	// reads running at once (default: half the cores, at least one, so
 	// the sequencer and the signature workers keep the rest);
@@ -160,6 +166,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxStreamsPerAddr <= 0 {
 		o.MaxStreamsPerAddr = 64
+	}
+	if o.StreamOpensPerAddr == 0 {
+		o.StreamOpensPerAddr = 20
 	}
 	if o.StreamWriteTimeout <= 0 {
 		o.StreamWriteTimeout = 10 * time.Second
