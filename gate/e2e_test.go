@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,7 +102,28 @@ func startOnFreePort(t *testing.T, what string, cmdFor func(port string) *exec.C
 	return ""
 }
 
+// freePort returns a free port below the kernel's ephemeral range. The
+// node servers listen on every address ([::]), and such a bind fails with
+// EADDRINUSE while any socket, even a closed connection in TIME_WAIT, has
+// the port: when other packages' tests open tens of thousands of loopback
+// connections (the reader attacks), a port taken from the ephemeral range
+// is nearly always in some such socket's hands.
 func freePort(t *testing.T) string {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				lo = v
+			}
+		}
+	}
+	for range 200 {
+		port := strconv.Itoa(10000 + rand.IntN(lo-10000))
+		if ln, err := net.Listen("tcp", ":"+port); err == nil {
+			ln.Close()
+			return port
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
