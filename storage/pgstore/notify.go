@@ -50,6 +50,34 @@ func (w *watchers) stopCh() chan struct{} {
 	return w.stop
 }
 
+// start runs f in a goroutine that Close waits for, with a context that
+// ends with ctx or at Close; it reports false, running nothing, once the
+// store is closed.
+func (w *watchers) start(ctx context.Context, f func(ctx context.Context)) bool {
+	stop := w.stopCh()
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return false
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer w.wg.Done()
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		f(ctx)
+	}()
+	return true
+}
+
 func (w *watchers) close() {
 	ch := w.stopCh()
 	w.mu.Lock()
@@ -66,25 +94,7 @@ func (w *watchers) close() {
 // store is closed.
 func (s *Store) WatchHead(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	stop := s.watch.stopCh()
-	s.watch.mu.Lock()
-	if s.watch.stopped {
-		s.watch.mu.Unlock()
-		return ch
-	}
-	s.watch.wg.Add(1)
-	s.watch.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer s.watch.wg.Done()
-		defer cancel()
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	s.watch.start(ctx, func(ctx context.Context) {
 		const first, most = 100 * time.Millisecond, 5 * time.Second
 		wait := first
 		for {
@@ -98,7 +108,7 @@ func (s *Store) WatchHead(ctx context.Context) <-chan struct{} {
 			}
 			wait = min(2*wait, most)
 		}
-	}()
+	})
 	return ch
 }
 

@@ -30,25 +30,7 @@ var _ storage.Preferrer = (*Store)(nil)
 // Prefer holds this log's preference lock until ctx ends or the store is
 // closed, taking it again whenever its connection breaks.
 func (s *Store) Prefer(ctx context.Context) {
-	stop := s.watch.stopCh()
-	s.watch.mu.Lock()
-	if s.watch.stopped {
-		s.watch.mu.Unlock()
-		return
-	}
-	s.watch.wg.Add(1)
-	s.watch.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer s.watch.wg.Done()
-		defer cancel()
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	s.watch.start(ctx, func(ctx context.Context) {
 		for {
 			s.holdPreference(ctx)
 			select {
@@ -57,7 +39,7 @@ func (s *Store) Prefer(ctx context.Context) {
 			case <-time.After(time.Second):
 			}
 		}
-	}()
+	})
 }
 
 // holdPreference takes the lock on a new connection and holds it until
