@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/server/api"
 )
 
@@ -140,11 +141,11 @@ func (s *Stream) Close() {
 // nil, is called after each successful connection. It returns ctx's error,
 // or nil when fn stopped it.
 func (c *Client) Watch(ctx context.Context, workflow string, after uint64, connected func(), fn func(*api.Entry) bool) error {
-	backoff := 50 * time.Millisecond
+	wait := backoff.Backoff{First: 50 * time.Millisecond, Max: 2 * time.Second}
 	for {
 		s, err := c.Events(ctx, workflow, after)
 		if err == nil {
-			backoff = 50 * time.Millisecond
+			wait.Reset()
 			if connected != nil {
 				connected()
 			}
@@ -161,13 +162,8 @@ func (c *Client) Watch(ctx context.Context, workflow string, after uint64, conne
 			}
 			s.Close()
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Wait(ctx) {
 			return ctx.Err()
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/witness"
 )
@@ -398,31 +399,20 @@ func (c *Cosigner) next(ctx context.Context, p *peer) (*record, bool) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
-	backoff := time.Duration(0)
+	// After a failure the next request waits (250 ms, doubling up to
+	// MaxBackoff); after a success or a resync it goes at once.
+	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: c.opts.MaxBackoff}
+	wait := time.Duration(0)
 	for {
 		r, ok := c.next(ctx, p)
 		if !ok {
 			return
 		}
-		if !sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
+		if !backoff.Sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
 			return
 		}
-		if !sleep(ctx, backoff) {
+		if !backoff.Sleep(ctx, wait) {
 			return
 		}
 		c.mu.Lock()
@@ -431,7 +421,7 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		if p.known && p.size > r.cp.Size {
 			// The witness holds a larger tree of this log than the log
 			// has: wait for the log to grow past it.
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 			continue
 		}
 		err := c.add(ctx, p, r)
@@ -441,21 +431,16 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		var re *resync
 		switch {
 		case err == nil:
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		case errors.As(err, &re):
 			// Learnt the witness's size: ask again at once.
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		default:
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 		}
 	}
-}
-
-func (c *Cosigner) grow(b time.Duration) time.Duration {
-	if b == 0 {
-		return 250 * time.Millisecond
-	}
-	return min(2*b, c.opts.MaxBackoff)
 }
 
 // resync is the error of a 409 that taught the witness's size.
