@@ -15,6 +15,7 @@ import (
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/statement"
 	"golang.org/x/sys/unix"
+	"github.com/custodylog/custody/storage/badgerstore"
 )
 
 // TestDiskFull fills a small tmpfs until a commit fails, then checks that
@@ -35,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 	w := &world{t: t, dir: mnt + "/ledger", clock: &clock{t: mustTime("2026-03-19T08:12:00Z")}}
 	w.admin = newActor(t, "admin")
 	w.admin.seq = 1
-	l, err := Init(w.dir, testOrigin, InitOptions{AdminKey: w.admin.priv, Options: Options{Clock: w.clock.Now, ReserveBytes: reserve}})
+	l, err := Init(w.dir, testOrigin, InitOptions{AdminKey: w.admin.priv, Options: Options{Clock: w.clock.Now, StoreOptions: badgerstore.Options{ReserveBytes: reserve}}})
 	if err != nil {
 		t.Fatal(err)
 	}
