@@ -106,7 +106,7 @@ type server struct {
 	// machine of its own. Servers share one only when a test sets it.
 	home string
 	cmd  *exec.Cmd
-	done  chan struct{}
+	done chan struct{}
 }
 
 func freeAddr(t *testing.T) string {
