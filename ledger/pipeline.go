@@ -870,6 +870,12 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
+		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+			// This server lost the lease: the next leader reads the
+			// outcome from the store, and answers a resent submission
+			// with its decision; the submitters need not wait here.
+			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
+		}
 		ok, err := l.settleAndCheck(b)
 		if err == nil {
 			if ok {
@@ -879,13 +885,6 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w; reading the head back also failed: %v", cause, err)
-		}
-		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
-			// This server lost the lease: the next leader reads the
-			// outcome from the store, and answers a resent submission
-			// with its decision; the submitters need not wait here.
-			return fmt.Errorf("%w: %w; reading the head back failed: %v",
-				l.notLeader("the outcome of its last commit is unknown to this server"), cause, err)
 		}
 		select {
 		case <-time.After(200 * time.Millisecond):

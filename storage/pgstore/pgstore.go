@@ -215,10 +215,21 @@ func (s *Store) wrap(err error) error {
 	if err == nil || errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
+	if diskFull(err) {
+		return fmt.Errorf("%w: %w: %s: %w", storage.ErrDiskFull, storage.ErrUnavailable, s.location, err)
+	}
 	if unavailable(err) {
-		return fmt.Errorf("%w: %s: %v", storage.ErrUnavailable, s.location, err)
+		return fmt.Errorf("%w: %s: %w", storage.ErrUnavailable, s.location, err)
 	}
 	return err
+}
+
+// diskFull reports whether the database refused for want of space
+// (SQLSTATE 53100 disk_full; 53400, a configured limit such as
+// temp_file_limit, is answered the same way).
+func diskFull(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53400")
 }
 
 func unavailable(err error) bool {
@@ -228,8 +239,12 @@ func unavailable(err error) bool {
 		case pe.Code == "25006": // read_only_sql_transaction: a standby
 			return true
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
-			pe.Code == "53300":                // too many connections
+			strings.HasPrefix(pe.Code, "57"), // operator intervention: shutdown, terminated, cancelled
+			strings.HasPrefix(pe.Code, "53"), // insufficient resources: disk, memory, connections
+			strings.HasPrefix(pe.Code, "58"), // system error: I/O
+			strings.HasPrefix(pe.Code, "40"), // serialization failure, deadlock: try again
+			pe.Code == "25P03",               // idle_in_transaction_session_timeout (qLimits)
+			pe.Code == "55P03":               // lock_not_available: lock_timeout (qLimits)
 			return true
 		}
 		return false
