@@ -128,7 +128,7 @@ type Cosigner struct {
 	// round, and targetAt when it became the target (pick), guarded by mu.
 	target   *record
 	targetAt time.Time
-	stats   Stats              // guarded by mu
+	stats    Stats // guarded by mu
 
 	saveCh  chan struct{} // buffered 1: the newest witnessed checkpoint changed
 	written []byte        // what the store holds; used by persist (in Run) and by Restore (before Run)
