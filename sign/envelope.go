@@ -30,7 +30,7 @@ type Signature struct {
 
 // Kinds lists the statement kinds, in DESIGN §2 order. A kind is the
 // statement's `type` in lower case.
-var Kinds = []string{"genesis", "principal", "confirm", "delegate", "revoke", "receipt", "stop", "resume", "denial"}
+var Kinds = []string{"genesis", "principal", "confirm", "delegate", "revoke", "receipt", "stop", "resume", "approval", "denial"}
 
 const (
 	payloadTypePrefix = "application/vnd.custody."
