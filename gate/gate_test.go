@@ -40,6 +40,9 @@ func (f *files) wrote(path string) (string, bool) {
 
 func (f *files) count() int { f.mu.Lock(); defer f.mu.Unlock(); return f.calls }
 
+// cancelledCount is the number of upstream calls that saw their context end.
+func (f *files) cancelledCount() int { f.mu.Lock(); defer f.mu.Unlock(); return f.cancelled }
+
 type pathArgs struct {
 	Path string `json:"path"`
 	Text string `json:"text,omitempty"`
@@ -378,10 +381,10 @@ func TestStopCancelsCall(t *testing.T) {
 		t.Fatalf("stopped call: %q", a.text)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for w.files.cancelled == 0 && time.Now().Before(deadline) {
+	for w.files.cancelledCount() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if w.files.cancelled != 1 {
+	if w.files.cancelledCount() != 1 {
 		t.Fatal("the upstream call was not cancelled")
 	}
 	rs, _ := w.receipts(t)

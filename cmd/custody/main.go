@@ -1,9 +1,12 @@
 // Command custody is the command-line tool of the custody ledger: it makes
-// keys, authors and signs statements, runs a ledger in a data folder, and
-// prints entries, checkpoints and proofs.
+// keys, authors and signs statements, runs a ledger (in a data folder or a
+// database) and serves it, gates MCP servers, and prints, proves, audits
+// and replays what a log holds.
 //
-// It is thin: parsing, wiring and printing. The rules live in the packages
-// it calls (statement, scope, authority, ledger, merkle).
+// The rules live in the packages it calls (statement, scope, authority,
+// ledger, merkle, verify); this command parses flags, wires packages
+// together and prints. Some logic still lives here that belongs in a
+// package of its own (see docs/ARCHITECTURE.md, "Packages").
 //
 // # Exit codes
 //
