@@ -600,8 +600,10 @@ func (c *check) approval(s *statement.ApprovalDoc) {
 		c.deny(NotApprover, "signer %q is not among the approvers of any rule that holds receipt %s (%s)", c.signer.Name, p.ID, describeRules(h.Rules))
 		return
 	}
-	if c.signer.BoundAt > h.TrustHead {
-		c.deny(NotApprover, "signer %q was enrolled at index %d, after receipt %s was held (trust_head %d): an approver enrolled later does not count", c.signer.Name, c.signer.BoundAt, p.ID, h.TrustHead)
+	// The name must have been enrolled by the receipt's trust_head; a
+	// device key added to it later signs for the same person.
+	if at := c.e.enrolledAt(c.signer.Name); at > h.TrustHead {
+		c.deny(NotApprover, "principal %q was enrolled at index %d, after receipt %s was held (trust_head %d): an approver enrolled later does not count", c.signer.Name, at, p.ID, h.TrustHead)
 		return
 	}
 	if slices.Contains(h.Answered, c.signer.Name) {
@@ -635,10 +637,8 @@ func (e *Engine) quorumMet(h *HoldRec) bool {
 	for _, r := range h.Rules {
 		n := int64(0)
 		for _, name := range r.ApprovedBy {
-			if nr := get[NameRec](e.st, prefName+name); nr != nil {
-				if k := e.Key(nr.KeyID); k != nil && !k.Retired {
-					n++
-				}
+			if nr := get[NameRec](e.st, prefName+name); nr != nil && e.liveKeys(nr) > 0 {
+				n++
 			}
 		}
 		if n < r.Quorum {
@@ -654,4 +654,14 @@ func describeRules(rules []HoldRule) string {
 		parts[i] = fmt.Sprintf("rule %q of %s: approvers %s", r.RuleID, r.Grant, quoteList(r.Approvers))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// enrolledAt is the index at which a principal name's first key was bound.
+func (e *Engine) enrolledAt(name string) uint64 {
+	if nr := get[NameRec](e.st, prefName+name); nr != nil {
+		if k := e.Key(nr.KeyID); k != nil {
+			return k.BoundAt
+		}
+	}
+	return 0
 }
