@@ -578,23 +578,43 @@ Example:
 			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
 			jsonFlag(),
 		),
-		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
-			h := l.Head()
-			w := c.Root().Writer
-			var err error
-			switch {
-			case c.Bool("json"):
-				return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
-					Checkpoint: string(h.Checkpoint), VerifierKey: l.VerifierKey()})
-			case c.Bool("key"):
-				_, err = fmt.Fprintln(w, l.VerifierKey())
-			default:
-				_, err = w.Write(h.Checkpoint)
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Bool("key") && !c.Bool("json") {
+				// The key comes from the config and key files alone, so
+				// that it prints from a damaged folder too.
+				if loc, err := resolveLocation(c); err == nil && loc.kind == locDir {
+					if _, err := args(c, 0, 0, ""); err != nil {
+						return err
+					}
+					vk, err := ledger.FolderVerifierKey(loc.value, ledger.Options{
+						Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+					if err != nil {
+						return fmt.Errorf("reading the verifier key%s: %w", loc.why(), err)
+					}
+					_, err = fmt.Fprintln(c.Root().Writer, vk)
+					return err
+				}
 			}
-			return err
-		}),
+			return checkpointAction(ctx, c)
+		},
 	}
 }
+
+var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
+	h := l.Head()
+	w := c.Root().Writer
+	var err error
+	switch {
+	case c.Bool("json"):
+		return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
+			Checkpoint: string(h.Checkpoint), VerifierKey: l.VerifierKey()})
+	case c.Bool("key"):
+		_, err = fmt.Fprintln(w, l.VerifierKey())
+	default:
+		_, err = w.Write(h.Checkpoint)
+	}
+	return err
+})
 
 type checkpointInfo struct {
 	Origin      string `json:"origin"`
