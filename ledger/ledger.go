@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,6 +26,9 @@ import (
 
 // Options tune an open ledger. The zero value is sensible.
 type Options struct {
+	// Logger receives the lease events (took, renewed late, lost,
+	// stepped down, fenced commit), one line each (default slog.Default()).
+	Logger *slog.Logger
 	// MaxBatch is the most submissions committed in one transaction
 	// (default 1024). MaxBatchBytes bounds their total size (default 4 MiB).
 	// A batch whose transaction would still pass the store's size limit
@@ -194,7 +198,7 @@ type Ledger struct {
 	ownKeys map[string]bool
 
 	prover *merkle.Prover
-	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
+	keys   sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	seqQ    chan *request
 	verifyQ chan *request
@@ -335,7 +339,7 @@ func OpenStore(st storage.Store, opts Options) (*Ledger, error) {
 }
 
 // readConfig reads the log's config.
-func readConfig(st storage.Store) (*config, error) {
+func readConfig(st configFiles) (*config, error) {
 	raw, err := st.ReadFile(configName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -357,7 +361,7 @@ func readConfig(st storage.Store) (*config, error) {
 // readKey reads a private key file the config names: relative names are
 // the store's files (the data folder's, or the database's); an absolute
 // path is a file on this machine.
-func readKey(st storage.Store, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
+func readKey(st configFiles, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
 	if filepath.IsAbs(path) {
 		return sign.ReadPrivateKeyFile(path, passphrase)
 	}
@@ -374,7 +378,7 @@ func readKey(st storage.Store, path string, passphrase func() ([]byte, error)) (
 }
 
 // keyring reads the key files the config names.
-func (cfg *config) keyring(st storage.Store, passphrase func() ([]byte, error)) (keyring, error) {
+func (cfg *config) keyring(st configFiles, passphrase func() ([]byte, error)) (keyring, error) {
 	read := func(what, path string) (ed25519.PrivateKey, error) {
 		k, err := readKey(st, path, passphrase)
 		if err != nil {
@@ -428,7 +432,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	}
 	err := l.load()
 	if d := l.caps.Damaged; d != nil && err == nil && len(d()) > 0 {
-		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "a read-write open would drop committed transactions"}
+		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "files of the store are damaged (a read-write open would drop committed transactions or read damaged table blocks as missing)"}
 	}
 	var de *DamageError
 	if errors.As(err, &de) {

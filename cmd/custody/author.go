@@ -14,6 +14,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -362,6 +363,7 @@ func grantFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "limit", Usage: "a limit, key=N, like budget_usd=800 (repeat)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "how long the grant lasts, like 15m", Required: true},
 		&cli.BoolFlag{Name: "revocable", Value: true, Usage: "whether the grant's issuer may revoke it (default: true; --revocable=false: only the admin can)"},
+		&cli.StringFlag{Name: "approvals", Usage: "a JSON file holding the grant's approval rules: an array of {rule_id, capabilities, targets?, step_ids?, above?, approvers, quorum, ttl_seconds} (README: Require a person's approval)"},
 	}
 }
 
@@ -386,6 +388,15 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 	g.Scope.Capabilities = canonicalSet(c.StringSlice("capability"))
 	g.Scope.Principals = optionalSet(c.StringSlice("principal"))
 	g.Revocable = c.Bool("revocable")
+	if file := c.String("approvals"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return g, fmt.Errorf("--approvals: %w", err)
+		}
+		if g.Approvals, err = scope.ParseRules(data); err != nil {
+			return g, fmt.Errorf("--approvals %s: %w", file, err)
+		}
+	}
 	return g, nil
 }
 
@@ -398,7 +409,7 @@ func confirmCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "confirm",
 		Usage:     "grant an agent bounded authority (as a principal)",
-		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--risk low|medium|high] [--json]",
+		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--approvals FILE] [--risk low|medium|high] [--json]",
 		Description: `Appends a CONFIRM: the principal who owns K grants the agent NAME (key PUB)
 authority in workflow WF over the given targets and capabilities, optionally
 only for some steps, within the limits, for ttl. The first CONFIRM of a
@@ -445,7 +456,7 @@ func delegateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "delegate",
 		Usage:     "hand a sub-agent a strictly narrower part of a grant (as its grantee)",
-		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--json]",
+		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--approvals FILE] [--json]",
 		Description: `Appends a DELEGATE: the grantee of the parent grant hands the agent NAME a
 part of it. The ledger requires a proper attenuation: every pattern covered
 by the parent's, every parent limit kept and not raised, no later expiry,
@@ -691,14 +702,14 @@ Example:
 
 func revokeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
-		&cli.StringFlag{Name: "target", Usage: "the id of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},
+		&cli.StringFlag{Name: "grant", Usage: "the `ID` of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},
 		&cli.StringFlag{Name: "reason", Usage: "why, for the record", Required: true},
-		&cli.StringFlag{Name: "workflow", Usage: "the workflow (default: the target's)"},
+		&cli.StringFlag{Name: "workflow", Usage: "the workflow (default: the grant's)"},
 	)
 	return &cli.Command{
 		Name:      "revoke",
 		Usage:     "end a grant and everything below it",
-		UsageText: "custody revoke --dir D --key K --target GRANT_ID --reason TEXT [--json]",
+		UsageText: "custody revoke --dir D --key K --grant GRANT_ID --reason TEXT [--json]",
 		Description: `Appends a REVOKE of a grant; it cascades to every grant below. The issuer of
 the grant or of any ancestor, the grant's own grantee (renouncing it), or
 the admin may revoke; a non-revocable grant only the admin. Pending receipts
@@ -706,7 +717,7 @@ already accepted keep their charge and may still record their outcome.
 
 Example:
 
-   custody revoke --dir ./custody-data --key alice.key --target confirm_42c1 --reason "card reported stolen"`,
+   custody revoke --dir ./custody-data --key alice.key --grant confirm_42c1 --reason "card reported stolen"`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
 			a, err := beginAuthoring(ctx, c, "key")
@@ -714,7 +725,7 @@ Example:
 				return err
 			}
 			defer a.close()
-			wf, err := a.workflow(c, "target", statement.Confirm, statement.Delegate)
+			wf, err := a.workflow(c, "grant", statement.Confirm, statement.Delegate)
 			if err != nil {
 				return err
 			}
@@ -722,7 +733,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("target"), Reason: c.String("reason")})
+			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("grant"), Reason: c.String("reason")})
 		},
 	}
 }

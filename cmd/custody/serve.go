@@ -202,7 +202,7 @@ Example:
 			if ballast == 0 {
 				folderOpts.BallastBytes = -1
 			}
-			var lopts ledger.Options
+			lopts := ledger.Options{Logger: log}
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
 				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
