@@ -14,8 +14,8 @@ import (
 	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/statement"
-	"golang.org/x/sys/unix"
 	"github.com/custodylog/custody/storage/badgerstore"
+	"golang.org/x/sys/unix"
 )
 
 // TestDiskFull fills a small tmpfs until a commit fails, then checks that
