@@ -1242,7 +1242,7 @@ func (g *Gate) unfit(up *upstream, t *mcp.Tool) string {
 	}
 	if len(undeclared) > 0 {
 		slices.Sort(undeclared)
-		return fmt.Sprintf("argument %s of its input schema is neither in a target or step template nor declared inert: name it in \"targets\" if it designates something acted on, else add it to \"inert\"", strings.Join(undeclared, ", "))
+		return fmt.Sprintf("undeclared argument(s) %s: each argument of its input schema must be in a target or step template or declared inert; name it in \"targets\" if it designates something acted on, else add it to \"inert\"", strings.Join(undeclared, ", "))
 	}
 	if !up.local {
 		for a, mode := range rule.Paths {
