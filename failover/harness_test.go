@@ -84,9 +84,9 @@ func initLogAt(t *testing.T, store, origin string, admin *testlog.Actor, args ..
 	if out, code := custody(t, append([]string{"init", "--store", store, "--origin", origin, "--admin-key", keyFile}, args...)...); code != 0 {
 		t.Fatalf("custody init: exit %d\n%s", code, out)
 	}
-	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--key"}, args...)...)
+	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--verifier-key"}, args...)...)
 	if code != 0 {
-		t.Fatalf("custody checkpoint --key: exit %d\n%s", code, out)
+		t.Fatalf("custody checkpoint --verifier-key: exit %d\n%s", code, out)
 	}
 	return strings.TrimSpace(out)
 }
@@ -100,8 +100,13 @@ type server struct {
 	ttl   time.Duration
 	log   string
 	args  []string // more flags for custody serve
-	cmd   *exec.Cmd
-	done  chan struct{}
+	// home is the server's own machine-local folder: its configuration
+	// folder (XDG_CONFIG_HOME, where a log on a database keeps its signed
+	// head), data and cache folders and HOME are under it, as on a
+	// machine of its own. Servers share one only when a test sets it.
+	home string
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 func freeAddr(t *testing.T) string {
@@ -124,7 +129,7 @@ func newServer(t *testing.T, store string, ttl time.Duration, args ...string) *s
 func makeServer(t *testing.T, store string, ttl time.Duration, args ...string) *server {
 	addr := freeAddr(t)
 	s := &server{t: t, store: store, addr: addr, URL: "http://" + addr, ttl: ttl,
-		log: filepath.Join(t.TempDir(), "serve.log"), args: args}
+		log: filepath.Join(t.TempDir(), "serve.log"), args: args, home: t.TempDir()}
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -159,12 +164,31 @@ func (s *server) spawn() {
 		s.t.Fatal(err)
 	}
 	s.cmd = exec.Command(binary, append([]string{"serve", "--store", s.store, "--addr", s.addr, "--lease-ttl", s.ttl.String()}, s.args...)...)
+	s.cmd.Env = append(os.Environ(), s.env()...)
 	s.cmd.Stdout, s.cmd.Stderr = f, f
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); f.Close(); close(s.done) }()
+}
+
+// env is the server's machine-local folders, as environment variables.
+func (s *server) env() []string {
+	return []string{
+		"HOME=" + s.home,
+		"XDG_CONFIG_HOME=" + filepath.Join(s.home, "config"),
+		"XDG_DATA_HOME=" + filepath.Join(s.home, "data"),
+		"XDG_CACHE_HOME=" + filepath.Join(s.home, "cache"),
+		"XDG_STATE_HOME=" + filepath.Join(s.home, "state"),
+	}
+}
+
+// signedHeadFiles lists the signed-head files in the server's
+// configuration folder.
+func (s *server) signedHeadFiles() []string {
+	m, _ := filepath.Glob(filepath.Join(s.home, "config", "custody", "signed-heads", "*"))
+	return m
 }
 
 // waitReady waits until the process answers /readyz.

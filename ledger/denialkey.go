@@ -31,11 +31,10 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
-	"github.com/custodylog/custody/storage"
 )
 
 // denialKeyring reads the DENIAL keys the config lists after the log key.
-func (cfg *config) denialKeyring(st storage.Store, passphrase func() ([]byte, error), kr *keyring) error {
+func (cfg *config) denialKeyring(st configFiles, passphrase func() ([]byte, error), kr *keyring) error {
 	kr.denial = map[string]ed25519.PrivateKey{sign.KeyID(kr.log.Public().(ed25519.PublicKey)): kr.log}
 	for _, p := range cfg.DenialKeys {
 		k, err := readKey(st, p, passphrase)

@@ -1,32 +1,50 @@
 // Package ledger is custody's log: an RFC 6962 Merkle tree of signed
-// statements, stored as C2SP tlog-tiles in Badger, with the authority engine
-// deciding every submission before it is written.
+// statements in the C2SP tlog-tiles layout, with the authority engine
+// deciding every submission before it is written. It decides; a store
+// (package storage: a data folder, PostgreSQL, or any other driver behind
+// the same seam) keeps what it decided.
 //
 // # The append pipeline
 //
-// Append hands a submission to a bounded queue. Worker goroutines (one per
+// Submit hands a submission to a bounded queue. Worker goroutines (one per
 // core) check its envelope and verify its signature in parallel. A single
 // sequencer takes submissions in arrival order, deduplicates them, runs the
 // authority engine (package authority) and gathers a batch; the batch's
-// leaves, new tiles, indexes, the engine's changed state records, the tree
-// edge and the newly signed checkpoint are written in ONE Badger
-// transaction with SyncWrites. Only after that commit does Append return,
-// with the entry's index, the checkpoint and an inclusion proof.
+// leaves, changed tiles, dedup indexes, the engine's changed state records,
+// the tree edge and the newly signed checkpoint go to the store as one
+// storage.Batch, committed in one durable transaction and fenced by the
+// tree size it extends. The checkpoint is then written to the signed-head
+// file outside the store, and only after that is each submitter answered,
+// with the entry's index, the checkpoint and an inclusion proof. The
+// sequencer decides the next batch while one commits.
+//
+// # Many servers, one sequencer
+//
+// On a store with a sequencer lease (storage.Leaser: PostgreSQL) any
+// number of processes open the same log; the one holding the lease
+// sequences, the others follow the head (storage.HeadWatcher, or a poll)
+// and refuse appends with a NotLeaderError naming the leader. Every commit
+// is fenced by the lease's epoch, so a paused or partitioned former leader
+// can write nothing.
 //
 // # Promises
 //
 //   - An acknowledged entry is durable: it survives kill -9 and power loss.
 //   - The log never signs two inconsistent checkpoints: a checkpoint is
 //     signed over the tree the same transaction commits, and is shown to no
-//     one before that commit.
+//     one before that commit and the signed-head write.
+//   - A store that comes back behind what the ledger acknowledged is
+//     refused at open (the signed head), whatever the store.
 //   - Opening a ledger does not replay the log: it reads the edge, the
 //     latest checkpoint and at most one partial tile per tile level.
 //   - Bad input never corrupts the log: a submission is refused, or denied
 //     and recorded as a DENIAL, and the ledger keeps working.
-//   - One process owns a data folder; a second Open fails.
+//   - At most one process sequences a log: the data folder's lock, or the
+//     store's fenced lease.
 //
 // # What it does not promise
 //
 // Availability under a full disk (appends fail with an error until space
-// returns) and protection against an operator who deletes the folder.
+// returns) or while the database is away, and protection against an
+// operator who deletes the folder or the database.
 package ledger

@@ -343,7 +343,7 @@ func OpenStore(st storage.Store, opts Options) (*Ledger, error) {
 }
 
 // readConfig reads the log's config.
-func readConfig(st storage.Store) (*config, error) {
+func readConfig(st configFiles) (*config, error) {
 	raw, err := st.ReadFile(configName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -365,7 +365,7 @@ func readConfig(st storage.Store) (*config, error) {
 // readKey reads a private key file the config names: relative names are
 // the store's files (the data folder's, or the database's); an absolute
 // path is a file on this machine.
-func readKey(st storage.Store, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
+func readKey(st configFiles, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
 	if filepath.IsAbs(path) {
 		return sign.ReadPrivateKeyFile(path, passphrase)
 	}
@@ -382,7 +382,7 @@ func readKey(st storage.Store, path string, passphrase func() ([]byte, error)) (
 }
 
 // keyring reads the key files the config names.
-func (cfg *config) keyring(st storage.Store, passphrase func() ([]byte, error)) (keyring, error) {
+func (cfg *config) keyring(st configFiles, passphrase func() ([]byte, error)) (keyring, error) {
 	read := func(what, path string) (ed25519.PrivateKey, error) {
 		k, err := readKey(st, path, passphrase)
 		if err != nil {
@@ -436,7 +436,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	}
 	err := l.load()
 	if d, ok := st.(interface{ Damaged() []string }); ok && err == nil && len(d.Damaged()) > 0 {
-		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "a read-write open would drop committed transactions"}
+		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "files of the store are damaged (a read-write open would drop committed transactions or read damaged table blocks as missing)"}
 	}
 	var de *DamageError
 	if errors.As(err, &de) {

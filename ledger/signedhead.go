@@ -112,8 +112,16 @@ func (l *Ledger) headPath() string {
 	return filepath.Join(dir, "custody", "signed-heads", fmt.Sprintf("%x", sum[:12]))
 }
 
-// readSignedHead reads the signed-head file: nil if there is none, an
-// error if it cannot be read or no slot is whole and signed by ks.
+// sharedStore reports whether the ledger's store is a database many
+// servers may share (its signed-head file is this machine's, not the
+// store's).
+func (l *Ledger) sharedStore() bool {
+	return pgstore.IsURL(l.loc) || strings.Contains(l.loc, "://")
+}
+
+// readSignedHead reads the signed-head file: nil if there is none or it
+// was never written (only zero bytes), an error if it cannot be read or
+// holds bytes that are neither empty slots nor a whole slot signed by ks.
 func readSignedHead(path string, ks *merkle.KeySet) (*signedHead, int, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -122,16 +130,29 @@ func readSignedHead(path string, ks *merkle.KeySet) (*signedHead, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading %s: %w", path, err)
 	}
+	if allZero(raw) {
+		// Created and never written (a server that has not signed yet:
+		// a follower of a shared store), or cut short by a crash while
+		// it was being created: no local history, as with no file.
+		return nil, 0, nil
+	}
 	var best *signedHead
 	bestSlot := 0
 	var why error
 	for slot := 0; slot < 2; slot++ {
 		if len(raw) < (slot+1)*headSlot {
+			if len(raw) > slot*headSlot && !allZero(raw[slot*headSlot:]) {
+				why = fmt.Errorf("slot %d: cut short at %d bytes", slot, len(raw)-slot*headSlot)
+			}
 			continue
 		}
 		b := raw[slot*headSlot : (slot+1)*headSlot]
-		if string(b[:len(headMagic)]) != headMagic {
+		if allZero(b) {
 			continue // never written
+		}
+		if string(b[:len(headMagic)]) != headMagic {
+			why = fmt.Errorf("slot %d: neither empty nor a signed head", slot)
+			continue
 		}
 		n := int(binary.BigEndian.Uint32(b[len(headMagic):]))
 		if n > headSlot-headFixed {
@@ -234,7 +255,17 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 		return 0, &DamageError{Dir: l.loc, What: err.Error(), Err: ErrDamaged}
 	}
 	if sh == nil {
-		return 0, nil // a folder from before the file existed: it is created now
+		if l.sharedStore() || !fileExists(path) {
+			// No local history: a folder from before the file existed, or
+			// a server of a shared store that has not signed on this
+			// machine yet (its file, if any, was never written). The file
+			// is created now, and written when this server first signs.
+			return 0, nil
+		}
+		// Init writes a folder's first checkpoint: an empty file there
+		// lost what it held.
+		return 0, &DamageError{Dir: l.loc, Err: ErrDamaged,
+			What: fmt.Sprintf("%s holds no checkpoint, though the log wrote one when it was created", path)}
 	}
 	f := sh.cp
 	if store.Size < f.Size && l.lead.leaser != nil && l.sharedCaughtUp(f) {
@@ -336,6 +367,16 @@ func fdatasync(f *os.File) error {
 // isNoSpace reports whether err is the filesystem being full.
 func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, ErrDiskFull)
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func fileExists(path string) bool {

@@ -7,8 +7,8 @@
 #                                MariaDB from Debian, scripts/mariadb.sh, and
 #                                versitygw, scripts/s3.sh)
 #
-# with the same clients, and prints one table; docs/BENCHMARKS.md ("custody
-# beside Tessera on a database") explains each column and has the figures.
+# with the same clients, and prints one table; docs/BENCHMARKS.md ("PostgreSQL
+# and Tessera's AWS driver on a database") explains each column and has the figures.
 #
 #   scripts/bench-peers.sh                 # default sizes, a few minutes on 2 cores
 #   scripts/bench-peers.sh --quick         # small sizes, to check it runs (~1-2 min)

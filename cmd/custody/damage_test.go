@@ -59,3 +59,43 @@ func TestDamagedFolderCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointKeyOnDamagedFolder: `checkpoint --verifier-key` prints the same
+// verifier key from a damaged folder (MANIFEST gone, a write-ahead log
+// cut, the database folder gone) as from the whole one: it is what an
+// operator needs to check the published log exactly then. The folder is
+// left as it was.
+func TestCheckpointKeyOnDamagedFolder(t *testing.T) {
+	e := newLedgerEnv(t)
+	want := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", e.dir, "--verifier-key").stdout)
+	if !strings.HasPrefix(want, "test.example/custody+") {
+		t.Fatalf("verifier key %q", want)
+	}
+	damage := map[string]func() error{
+		"MANIFEST removed": func() error { return os.Remove(filepath.Join(e.dir, "db", "MANIFEST")) },
+		"database removed": func() error { return os.RemoveAll(filepath.Join(e.dir, "db")) },
+	}
+	for _, name := range []string{"MANIFEST removed", "database removed"} {
+		if err := damage[name](); err != nil {
+			t.Fatal(err)
+		}
+		before := folderHashes(t, e.dir)
+		r := custody(t, "", "checkpoint", "--dir", e.dir, "--verifier-key")
+		if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+			t.Errorf("%s: checkpoint --verifier-key: exit %d, %q (want %q)\n%s", name, r.code, r.stdout, want, r.stderr)
+		}
+		after := folderHashes(t, e.dir)
+		if len(after) != len(before) {
+			t.Errorf("%s: the folder held %d files, now %d", name, len(before), len(after))
+		}
+		for p, h := range before {
+			if after[p] != h {
+				t.Errorf("%s: %s changed", name, p)
+			}
+		}
+	}
+	// The plain checkpoint still refuses a damaged folder.
+	if r := custody(t, "", "checkpoint", "--dir", e.dir); r.code == 0 {
+		t.Errorf("checkpoint (not --key) on a folder without its database: exit 0")
+	}
+}

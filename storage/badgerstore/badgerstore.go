@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/skl"
 	"golang.org/x/sys/unix"
 
@@ -126,9 +127,25 @@ func Open(dir string, o Options) (*Store, error) {
 		dbDir = sc.dir
 	}
 	bo := badgerOptions(dbDir, o)
+	// Badger checks a table's index, but not its blocks, when it opens a
+	// table file; and its own check (ChecksumVerificationMode) crashes the
+	// process on a damaged block. So every table file is checked here,
+	// before Badger opens the folder.
+	if damaged := checkTables(filepath.Join(dir, "db"), bo, checkedTables); len(damaged) > 0 {
+		if !o.ReadOnly {
+			sc.remove()
+			return nil, &OpenError{Dir: dir, Err: errDamagedTable, Files: damaged}
+		}
+		sc.damage = append(sc.damage, damaged...)
+	}
 	var bl *ballast
 	if o.ReadOnly {
-		bo = bo.WithReadOnly(true).WithNumCompactors(0)
+		// Table checksums were checked (checkTables, above): a damaged
+		// table is reported as damage and the rest of the folder can
+		// still be inspected. Every block read is checked again, so that
+		// a damaged block reads as absent (Badger does not return the
+		// error) rather than as whatever its bytes decode to, or a panic.
+		bo = bo.WithReadOnly(true).WithNumCompactors(0).WithChecksumVerificationMode(options.OnBlockRead)
 	} else {
 		if o.BallastBytes == 0 {
 			o.BallastBytes = 64 << 20
@@ -148,7 +165,7 @@ func Open(dir string, o Options) (*Store, error) {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w: %s (%v)", storage.ErrLocked, dir, err)
 		}
-		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc, nil)}
+		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc)}
 	}
 	return &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}, nil
 }
@@ -251,7 +268,7 @@ const closeFlushRoom = memTableSize + 4<<20
 // logs that a read-write open would cut (known only for a ReadOnly
 // store), table files that fail their checksums.
 func (s *Store) Diagnose() []string {
-	return diagnose(filepath.Join(s.dir, "db"), s.scratch, s.db)
+	return diagnose(filepath.Join(s.dir, "db"), s.scratch)
 }
 
 // Damaged reports whether a read-write open would cut committed
@@ -315,7 +332,11 @@ func badgerOptions(path string, o Options) badger.Options {
 		// Values over 1 KiB (leaves, full tiles) go to the value log, so
 		// compaction does not rewrite them; small records stay in the LSM.
 		WithValueThreshold(valueThreshold).
-		WithValueLogFileSize(256 << 20)
+		WithValueLogFileSize(256 << 20).
+		// Values read from the value log are checked against their
+		// checksum (a damaged one fails the read). Table files are
+		// checked as the store opens (checkTables).
+		WithVerifyValueChecksum(true)
 	switch {
 	case o.Logger != nil:
 		bo.Logger = o.Logger

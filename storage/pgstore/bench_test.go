@@ -14,8 +14,8 @@ import (
 // BenchmarkPointRead is one read the sequencer makes while it decides a
 // submission, one after another: the dedup lookup of a hash that is not
 // in the log (the common case) and an absent authority record. Each is a
-// round trip to the server; docs/BENCHMARKS.md ("What bounds the
-// PostgreSQL figure") sets them beside the batch cycle.
+// round trip to the server; docs/BENCHMARKS.md ("Appends: in process,
+// over HTTP, log-only") says what they cost beside the batch cycle.
 func BenchmarkPointRead(b *testing.B) {
 	s := open(b, storagetest.PostgresURL(b))
 	defer s.Close()

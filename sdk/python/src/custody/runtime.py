@@ -1,0 +1,496 @@
+"""Runtime: an agent (or a person) with a key and a name, writing to one log
+(the Go client.Runtime's and the TypeScript Runtime's counterpart, for asyncio).
+
+It fills statement headers (timestamp, log, actor, seq), seals grants,
+signs and appends, and :meth:`Runtime.execute` gates an irreversible step.
+It fails closed: the step runs only once its pending receipt is durable and
+verified, the workflow's event stream is connected (so a STOP reaches it)
+and, when a rule holds the receipt (DESIGN §7), once the runtime itself has
+verified the APPROVALs that approve it from a bundle it checked. A STOP
+covering the step cancels it; its outcome receipt is always written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Mapping, Optional, Union
+
+from .approval import ApprovalState, decide
+from .canonical import canonicalize
+from .client import AppendResult, AsyncClient, Entry
+from .errors import CustodyError, HTTPError, RefusedError, UnverifiedError
+from .keys import PrivateKey
+from .scope import canonical_set, format_time, optional_set
+from .statement import seal, sign_statement
+
+
+def new_id(prefix: str) -> str:
+    """A fresh statement id: ``<prefix>_<16 random hex digits>``."""
+    return f"{prefix}_{os.urandom(8).hex()}"
+
+
+def params_sha256(params: Any) -> str:
+    """SHA-256 of the JCS of a call's parameters (a pending RECEIPT's params_sha256)."""
+    return hashlib.sha256(canonicalize(params)).hexdigest()
+
+
+@dataclass
+class Step:
+    """A step :meth:`Runtime.execute` gates."""
+
+    step_id: str
+    action: str
+    target: str
+    #: The id of the grant (CONFIRM or DELEGATE) the agent acts under.
+    auth: str
+    workflow: Optional[str] = None
+    scope_hash: Optional[str] = None
+    receipt_id: Optional[str] = None
+    #: Every limit key in force on the chain must be reserved (0 is allowed).
+    reserve: Optional[dict[str, int]] = None
+    #: The exact call (e.g. a tool's arguments): its JCS hash is bound into the pending receipt.
+    params: Any = None
+
+
+@dataclass
+class Outcome:
+    """What a step did. Returning None records success; an exception records failure."""
+
+    result: str = "success"
+    consumed: Optional[dict[str, int]] = None
+    side_effects: Optional[dict[str, str]] = None
+    evidence: Optional[list[str]] = None
+    error: Optional[str] = None
+
+
+@dataclass
+class Execution:
+    """What execute did."""
+
+    pending: Optional[AppendResult] = None
+    ran: bool = False
+    outcome: Optional[AppendResult] = None
+    stopped: Optional["StoppedError"] = None
+    approval: Optional[ApprovalState] = None
+    value: Any = None
+
+
+class StoppedError(CustodyError):
+    """A STOP covering the step arrived while it ran (or before it started)."""
+
+    code = "stopped"
+
+    def __init__(self, stop: dict, index: int) -> None:
+        where = f"step {stop['step_id']} of " if stop.get("stop_scope") == "step" else ""
+        super().__init__(f"stopped: {where}workflow {stop['workflow_id']} by STOP {stop['request_id']} at index {index} "
+                         f"(takeover {stop['takeover_mode']}): {stop['reason']}")
+        self.stop = stop
+        self.index = index
+
+
+class DeniedError(CustodyError):
+    """The ledger denied a statement (a DENIAL of it is logged and verified)."""
+
+    code = "denied"
+
+    def __init__(self, answer: AppendResult) -> None:
+        super().__init__(f"denied: {answer.reason_code}: {answer.reason} (DENIAL at index {answer.index})")
+        self.answer = answer
+        self.reason_code = answer.reason_code
+
+
+class NotExecutedError(CustodyError):
+    """execute never ran the step. ``reason_code`` is the ledger's code for a denial, or one of
+    approval_rejected, approval_expired, approval_closed, approval_timeout, ledger_unavailable,
+    stopped, vetoed, unverified, refused."""
+
+    code = "not_executed"
+
+    def __init__(self, reason_code: str, message: str, execution: Execution) -> None:
+        super().__init__(f"{reason_code}: the step was not executed: {message}")
+        self.reason_code = reason_code
+        self.execution = execution
+
+
+@dataclass
+class Hooks:
+    """Hook points (all optional). A before_* hook vetoes by raising: nothing is written."""
+
+    before_confirm: Optional[Callable[[dict], Any]] = None
+    after_confirm: Optional[Callable[[AppendResult], Any]] = None
+    before_execute: Optional[Callable[[Step], Any]] = None
+    after_execute: Optional[Callable[[Step, Outcome, Optional[BaseException]], Any]] = None
+    on_held: Optional[Callable[[Step, AppendResult], Any]] = None
+    on_stop: Optional[Callable[[dict, int], Any]] = None
+    on_takeover: Optional[Callable[[dict, int], Any]] = None
+    emit_receipt: Optional[Callable[[AppendResult], Any]] = None
+
+
+@dataclass
+class StepContext:
+    """Handed to a step's function: ``stopped`` is set (and an async step cancelled) when a STOP covers it."""
+
+    step: Step
+    pending: AppendResult
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: Optional[StoppedError] = None
+
+
+async def _call(f: Optional[Callable[..., Any]], *args: Any) -> Any:
+    if f is None:
+        return None
+    r = f(*args)
+    if inspect.isawaitable(r):
+        r = await r
+    return r
+
+
+class Runtime:
+    """Signs as one key and appends through one :class:`AsyncClient`; appends are made one at a time,
+    so each carries the next seq."""
+
+    def __init__(self, client: AsyncClient, key: PrivateKey, *, name: str = "", hooks: Optional[Hooks] = None,
+                 now: Optional[Callable[[], float]] = None, watch_timeout: float = 10.0, approval_timeout: Optional[float] = None) -> None:
+        self.client = client
+        self.key = key
+        self.hooks = hooks or Hooks()
+        self.now = now or time.time
+        self.watch_timeout = watch_timeout
+        #: How long a held step waits for approval (None: until its deadline).
+        self.approval_timeout = approval_timeout
+        self._name = name
+        self._next = 0
+        self._lock = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def append(self, st: dict) -> AppendResult:
+        """Fills a statement's header, seals, signs and appends it; returns the verified answer."""
+        async with self._lock:
+            if self._next == 0 or not self._name:
+                ks = await self.client.key_seq(self.key.key_id)
+                self._next = ks["next_seq"]
+                if not self._name:
+                    if not ks.get("bound") or not ks.get("name"):
+                        raise ValueError(f"key {self.key.key_id} is not bound in the log: give the runtime its name")
+                    self._name = ks["name"]
+            st["timestamp"] = format_time(self.now())
+            st["log"] = self.client.origin
+            st["actor"] = self._name
+            st["seq"] = self._next
+            seal(st)
+            env = sign_statement(st, self.key)
+            try:
+                answer = await self.client.append(env)
+            except RefusedError:
+                raise
+            except BaseException:
+                self._next = 0  # the outcome is unknown: ask the ledger next time
+                raise
+            if answer.accepted or answer.held:
+                self._next = st["seq"] + 1
+            elif answer.reason_code == "seq_mismatch":
+                self._next = 0
+        await _call(self.hooks.emit_receipt, answer)
+        return answer
+
+    async def append_or_raise(self, st: dict) -> AppendResult:
+        a = await self.append(st)
+        if a.verdict == "denied":
+            raise DeniedError(a)
+        return a
+
+    @staticmethod
+    def _grant(workflow: str, grantee: str, grantee_key: Union[bytes, str], capabilities: list[str], targets: list[str],
+               ttl_seconds: int, steps: Optional[list[str]], principals: Optional[list[str]], limits: Optional[dict[str, int]],
+               revocable: bool, approvals: Optional[list[dict]]) -> dict:
+        from ._encoding import b64
+
+        key = grantee_key if isinstance(grantee_key, str) else b64(grantee_key)
+        scope: dict[str, Any] = {"workflow_id": workflow, "capabilities": canonical_set(capabilities), "targets": canonical_set(targets)}
+        s, p = optional_set(steps), optional_set(principals)
+        if s:
+            scope["step_ids"] = s
+        if p:
+            scope["principals"] = p
+        g: dict[str, Any] = {"grantee": {"name": grantee, "public_key": key}, "scope": scope, "ttl_seconds": ttl_seconds,
+                             "revocable": revocable, "scope_hash": ""}
+        if limits:
+            g["limits"] = dict(limits)
+        if approvals:
+            g["approvals"] = sorted((dict(r) for r in approvals), key=lambda r: r["rule_id"])
+        return g
+
+    async def confirm(self, *, workflow: str, grantee: str, grantee_key: Union[bytes, str], capabilities: list[str], targets: list[str],
+                      ttl_seconds: int, id: Optional[str] = None, steps: Optional[list[str]] = None, principals: Optional[list[str]] = None,
+                      limits: Optional[dict[str, int]] = None, revocable: bool = False, risk: Optional[str] = None,
+                      approvals: Optional[list[dict]] = None) -> AppendResult:
+        """Grants an agent authority (this runtime's key must be an enrolled principal's)."""
+        doc = {"type": "CONFIRM", "confirm_id": id or new_id("confirm"),
+               **self._grant(workflow, grantee, grantee_key, capabilities, targets, ttl_seconds, steps, principals, limits, revocable, approvals)}
+        if risk:
+            doc["risk_level"] = risk
+        await _call(self.hooks.before_confirm, doc)
+        a = await self.append_or_raise(doc)
+        await _call(self.hooks.after_confirm, a)
+        return a
+
+    async def grant_of(self, grant_id: str) -> dict:
+        """An accepted CONFIRM or DELEGATE by id, read from its leaf."""
+        st = (await self.client.statement(grant_id)).statement
+        if st["type"] not in ("CONFIRM", "DELEGATE"):
+            raise ValueError(f"{grant_id} is a {st['type']}, not a grant")
+        return st
+
+    async def delegate(self, parent_id: str, *, grantee: str, grantee_key: Union[bytes, str], capabilities: list[str], targets: list[str],
+                       ttl_seconds: int, id: Optional[str] = None, workflow: Optional[str] = None, steps: Optional[list[str]] = None,
+                       principals: Optional[list[str]] = None, limits: Optional[dict[str, int]] = None, revocable: bool = False,
+                       approvals: Optional[list[dict]] = None) -> AppendResult:
+        """Hands a sub-agent part of the grant parent_id (this runtime's key must be its grantee)."""
+        parent = await self.grant_of(parent_id)
+        doc = {"type": "DELEGATE", "delegation_id": id or new_id("delegate"), "parent_ref": parent_id, "parent_scope_hash": parent["scope_hash"],
+               **self._grant(workflow or parent["scope"]["workflow_id"], grantee, grantee_key, capabilities, targets, ttl_seconds, steps,
+                             principals, limits, revocable, approvals)}
+        return await self.append_or_raise(doc)
+
+    async def stop(self, *, workflow: str, reason: str, step: Optional[str] = None, takeover: str = "human",
+                   takeover_to: Optional[str] = None, id: Optional[str] = None) -> AppendResult:
+        """Halts a step (and the steps below it) or, with no step, the whole workflow."""
+        doc: dict[str, Any] = {"type": "STOP", "request_id": id or new_id("stop"), "workflow_id": workflow,
+                               "stop_scope": "step" if step else "chain", "takeover_mode": takeover, "reason": reason}
+        if step:
+            doc["step_id"] = step
+        if takeover_to:
+            doc["takeover_to"] = takeover_to
+        return await self.append_or_raise(doc)
+
+    async def revoke(self, *, target: str, reason: str, workflow: Optional[str] = None, id: Optional[str] = None) -> AppendResult:
+        wf = workflow or (await self.grant_of(target))["scope"]["workflow_id"]
+        return await self.append_or_raise({"type": "REVOKE", "revoke_id": id or new_id("revoke"), "workflow_id": wf, "target_ref": target, "reason": reason})
+
+    async def resume(self, *, workflow: str, stop: str, id: Optional[str] = None) -> AppendResult:
+        return await self.append_or_raise({"type": "RESUME", "resume_id": id or new_id("resume"), "workflow_id": workflow, "stop_ref": stop})
+
+    async def approve(self, receipt_id: str, *, reject: bool = False, reason: Optional[str] = None, id: Optional[str] = None) -> AppendResult:
+        """Approves (or rejects) a held pending RECEIPT: the exact payload bytes the log holds (DESIGN §7)."""
+        e = await self.client.statement(receipt_id)
+        st = e.statement
+        if st["type"] != "RECEIPT" or st["result"] != "pending":
+            raise ValueError(f"{receipt_id} is not a pending RECEIPT")
+        doc: dict[str, Any] = {"type": "APPROVAL", "approval_id": id or new_id("approval"), "workflow_id": st["workflow_id"],
+                               "receipt_ref": receipt_id, "receipt_sha256": hashlib.sha256(e.read.envelope.payload).hexdigest(),
+                               "decision": "reject" if reject else "approve"}
+        if reason:
+            doc["reason"] = reason
+        return await self.append_or_raise(doc)
+
+    async def receipt(self, doc: dict) -> AppendResult:
+        """Appends a RECEIPT; a missing receipt_id gets a fresh one, a missing scope_hash or workflow_id is read from its grant."""
+        doc.setdefault("receipt_id", new_id("receipt"))
+        if not doc.get("scope_hash") or not doc.get("workflow_id"):
+            g = await self.grant_of(doc["authorization_ref"])
+            doc.setdefault("scope_hash", g["scope_hash"])
+            doc.setdefault("workflow_id", g["scope"]["workflow_id"])
+            if not doc["scope_hash"]:
+                doc["scope_hash"] = g["scope_hash"]
+        return await self.append({"type": "RECEIPT", **doc})
+
+    # --- execute -----------------------------------------------------------
+
+    async def execute(self, step: Step, fn: Callable[[StepContext], Any]) -> Execution:
+        """Gates an irreversible step; see the module docstring.
+
+        fn receives a :class:`StepContext`; it may be a coroutine function (a
+        STOP cancels it) or a plain function (run in a thread; a STOP sets
+        ``ctx.stopped``). It returns an :class:`Outcome`, None (success) or
+        any value (kept in ``Execution.value``; success). Raises
+        :class:`NotExecutedError` when the step never ran (its pending
+        receipt, if logged, is then closed with a failure outcome whose
+        error starts with the reason code), or fn's exception after its
+        failure outcome is written.
+        """
+        ex = Execution()
+        try:
+            await _call(self.hooks.before_execute, step)
+        except Exception as e:
+            raise NotExecutedError("vetoed", f"before_execute: {e}", ex) from e
+        rid = step.receipt_id or new_id("receipt")
+        pending: dict[str, Any] = {"receipt_id": rid, "step_id": step.step_id, "action": step.action, "target": step.target,
+                                   "authorization_ref": step.auth, "result": "pending"}
+        if step.workflow:
+            pending["workflow_id"] = step.workflow
+        if step.scope_hash:
+            pending["scope_hash"] = step.scope_hash
+        if step.reserve:
+            pending["reserve"] = dict(step.reserve)
+        if step.params is not None:
+            pending["params_sha256"] = params_sha256(step.params)
+        try:
+            answer = await self.receipt(pending)
+        except RefusedError as e:
+            raise NotExecutedError("refused", str(e), ex) from e
+        except UnverifiedError as e:
+            raise NotExecutedError("unverified", str(e), ex) from e
+        except (HTTPError, OSError) as e:
+            raise NotExecutedError("ledger_unavailable", str(e), ex) from e
+        if answer.verdict == "denied":
+            d = DeniedError(answer)
+            raise NotExecutedError(answer.reason_code, str(d), ex) from d
+        ex.pending = answer
+        s = Step(**{**step.__dict__, "workflow": pending["workflow_id"], "scope_hash": pending["scope_hash"], "receipt_id": rid})
+
+        ctx = StepContext(s, answer)
+        task: Optional[asyncio.Task[Any]] = None
+        connected = asyncio.Event()
+        watch = asyncio.create_task(self._watch(s, answer.index, ex, ctx, connected, lambda: task))
+        try:
+            try:
+                await asyncio.wait_for(connected.wait(), self.watch_timeout)
+            except asyncio.TimeoutError:
+                await self._abandon(s, ex, "ledger_unavailable", f"no event stream for workflow {s.workflow} within {self.watch_timeout} s, so a STOP could not reach the step")
+            if answer.held:
+                await _call(self.hooks.on_held, s, answer)
+                await self._await_approval(s, answer, ex)
+            if ex.stopped is not None:
+                await self._abandon(s, ex, "stopped", str(ex.stopped))
+            ex.ran = True
+            out = Outcome()
+            ferr: Optional[BaseException] = None
+            if inspect.iscoroutinefunction(fn):
+                task = asyncio.ensure_future(fn(ctx))
+            else:
+                task = asyncio.ensure_future(asyncio.to_thread(fn, ctx))
+            if ex.stopped is not None:
+                task.cancel()
+            try:
+                value = await task
+                if isinstance(value, Outcome):
+                    out = value
+                else:
+                    ex.value = value
+            except asyncio.CancelledError as e:
+                if ex.stopped is None:
+                    raise
+                ferr = ex.stopped
+            except Exception as e:  # the step's own failure: recorded, then raised
+                ferr = e
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watch
+        if ferr is not None:
+            msg = str(ferr) or type(ferr).__name__
+            if ex.stopped is not None and ferr is not ex.stopped:
+                msg = f"{msg}; {ex.stopped}"
+            out = Outcome(result="failure", consumed=out.consumed, side_effects=out.side_effects, evidence=out.evidence, error=msg)
+        oerr: Optional[BaseException] = None
+        try:
+            await self._outcome(s, ex, out)
+        except Exception as e:
+            oerr = e
+        await _call(self.hooks.after_execute, s, out, ferr or oerr)
+        if ferr is not None:
+            raise ferr
+        if oerr is not None:
+            raise oerr
+        return ex
+
+    async def _abandon(self, s: Step, ex: Execution, code: str, msg: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._outcome(s, ex, Outcome(result="failure", error=f"{code}: not executed: {msg}"))
+        raise NotExecutedError(code, msg, ex)
+
+    async def _watch(self, s: Step, after: int, ex: Execution, ctx: StepContext, connected: asyncio.Event,
+                     task: Callable[[], Optional["asyncio.Task[Any]"]]) -> None:
+        name = self._name
+        async for e in self.client.events(s.workflow or "", after, on_connect=lambda _: connected.set()):
+            st = e.statement
+            if st["type"] != "STOP":
+                continue
+            if st.get("takeover_to") and st["takeover_to"] == name:
+                await _call(self.hooks.on_takeover, st, e.index)
+            sid = st.get("step_id")
+            covers = st["workflow_id"] == s.workflow and (st["stop_scope"] == "chain" or s.step_id == sid or s.step_id.startswith(f"{sid}/"))
+            if not covers:
+                continue
+            await _call(self.hooks.on_stop, st, e.index)
+            if ex.stopped is None:
+                ex.stopped = StoppedError(st, e.index)
+                ctx.stop = ex.stopped
+            ctx.stopped.set()
+            t = task()
+            if t is not None:
+                t.cancel()
+
+    async def _await_approval(self, s: Step, answer: AppendResult, ex: Execution) -> None:
+        """Waits for a held receipt to be approved, verifying the APPROVALs itself (DESIGN §7)."""
+        start = time.monotonic()
+        failures = 0
+        while True:
+            if ex.stopped is not None:
+                await self._abandon(s, ex, "approval_closed", str(ex.stopped))
+            try:
+                v = await self.client.verify_bundle(s.receipt_id or "", True)
+                failures = 0
+            except UnverifiedError as e:
+                await self._abandon(s, ex, "unverified", str(e))
+            except (HTTPError, OSError) as e:
+                failures += 1
+                if failures >= 5:
+                    await self._abandon(s, ex, "ledger_unavailable", f"the ledger did not answer while the step was held: {e}")
+                await asyncio.sleep(0.2 * failures)
+                continue
+            st = decide(v, answer.index, int(self.now()))
+            ex.approval = st
+            if st.state == "approved":
+                if st.deadline is not None and self.now() >= st.deadline:
+                    await self._abandon(s, ex, "approval_expired", "approved, but the deadline has passed")
+                return
+            if st.state in ("rejected", "expired", "closed"):
+                await self._abandon(s, ex, f"approval_{st.state}", st.reason)
+            if self.approval_timeout is not None and time.monotonic() - start >= self.approval_timeout:
+                await self._abandon(s, ex, "approval_timeout", f"not approved within {self.approval_timeout} s")
+            wait_ms = 5000
+            if st.deadline is not None:
+                wait_ms = max(50, min(wait_ms, int((st.deadline - self.now()) * 1000) + 50))
+            if self.approval_timeout is not None:
+                wait_ms = max(50, min(wait_ms, int((self.approval_timeout - (time.monotonic() - start)) * 1000) + 50))
+            try:
+                # Advisory: it only says when to look again; the decision is made above from the verified bundle.
+                await self.client.approval(s.receipt_id or "", wait_ms)
+            except (HTTPError, UnverifiedError, OSError):
+                await asyncio.sleep(min(1.0, wait_ms / 1000))
+
+    async def _outcome(self, s: Step, ex: Execution, out: Outcome) -> None:
+        doc: dict[str, Any] = {"workflow_id": s.workflow, "step_id": s.step_id, "action": s.action, "target": s.target,
+                               "authorization_ref": s.auth, "result": out.result or "success", "scope_hash": s.scope_hash,
+                               "pending_ref": s.receipt_id}
+        if out.consumed:
+            doc["consumed"] = dict(out.consumed)
+        if out.side_effects:
+            doc["side_effects"] = dict(out.side_effects)
+        if out.evidence:
+            doc["evidence_refs"] = list(out.evidence)
+        if out.error and doc["result"] != "success":
+            doc["error"] = out.error
+        last: Optional[BaseException] = None
+        for attempt in range(5):  # the outcome is always recorded: retried through a failover
+            try:
+                a = await self.receipt(dict(doc))
+                if a.verdict == "denied":
+                    raise DeniedError(a)
+                ex.outcome = a
+                return
+            except (HTTPError, OSError) as e:
+                last = e
+                await asyncio.sleep(0.2 * (attempt + 1))
+        assert last is not None
+        raise last

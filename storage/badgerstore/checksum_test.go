@@ -1,0 +1,155 @@
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/custodylog/custody/storage"
+)
+
+// tableFolder makes a data folder whose records sit in table files (a
+// clean Close flushes the memtable into one), and returns the largest.
+func tableFolder(t *testing.T) (dir, sst string) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := make([]byte, 8) // the edge of an empty tree
+	val := []byte(strings.Repeat("r", 200))
+	for b := 0; b < 20; b++ {
+		batch := &storage.Batch{Edge: edge, Checkpoint: []byte("cp")}
+		for i := 0; i < 500; i++ {
+			batch.Records = append(batch.Records, storage.Record{Key: fmt.Sprintf("rec/%05d", b*500+i), Value: val})
+		}
+		if err := s.Commit(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ssts, _ := filepath.Glob(filepath.Join(dir, "db", "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no table file after a clean close")
+	}
+	size := func(p string) int64 { st, _ := os.Stat(p); return st.Size() }
+	sort.Slice(ssts, func(i, j int) bool { return size(ssts[i]) > size(ssts[j]) })
+	return dir, ssts[0]
+}
+
+// xor64 inverts 64 bytes of path at off.
+func xor64(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] ^= 0xff
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedTableRefused: 64 bytes inverted inside a data block of a
+// table file (not its index, whose checksum Badger always checked). A
+// read-write open must fail and name the file; a read-only open must
+// report it as damage (so that a ledger refuses to serve it, and signs
+// nothing over it), and reading every record must not panic (Badger reads
+// a damaged block's keys as absent: the damage report is what tells).
+func TestDamagedTableRefused(t *testing.T) {
+	dir, sst := tableFolder(t)
+	st, _ := os.Stat(sst)
+	xor64(t, sst, st.Size()/4)
+
+	ro, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open: %v", err)
+	}
+	damage := strings.Join(ro.Damaged(), "; ")
+	for i := 0; i < 10000; i++ {
+		ro.Record(context.Background(), fmt.Sprintf("rec/%05d", i))
+	}
+	if d := strings.Join(ro.Diagnose(), "; "); !strings.Contains(d, filepath.Base(sst)) {
+		t.Errorf("Diagnose does not name the damaged table: %q", d)
+	}
+	ro.Close()
+	if !strings.Contains(damage, filepath.Base(sst)) {
+		t.Errorf("a read-only open does not report the damaged table %s (damage: %q)", filepath.Base(sst), damage)
+	}
+
+	s, err := Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+	if err == nil {
+		s.Close()
+		t.Fatal("a folder with a damaged table file opened read-write")
+	}
+	var oe *OpenError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), filepath.Base(sst)) {
+		t.Fatalf("want an OpenError naming %s, got %v", filepath.Base(sst), err)
+	}
+	t.Logf("refused: %v", err)
+}
+
+// BenchmarkCheckTables measures what checking every table file costs an
+// open: the tables of CUSTODY_TABLES_DIR (a data folder, such as the
+// ledger benchmarks' CUSTODY_BENCH_DIR/x), or 150,000 400-byte records.
+func BenchmarkCheckTables(b *testing.B) {
+	if d := os.Getenv("CUSTODY_TABLES_DIR"); d != "" {
+		benchCheckTables(b, filepath.Join(d, "db"))
+		return
+	}
+	dir := b.TempDir()
+	s, err := Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	edge := make([]byte, 8)
+	val := make([]byte, 400)
+	for n := 0; n < 150; n++ {
+		batch := &storage.Batch{Edge: edge, Checkpoint: []byte("cp")}
+		for i := 0; i < 1000; i++ {
+			copy(val, fmt.Sprintf("%08d%08d", n, i)) // not all alike: Snappy must not shrink them away
+			for j := 16; j < len(val); j++ {
+				val[j] = byte(j*7 + i + n)
+			}
+			batch.Records = append(batch.Records, storage.Record{Key: fmt.Sprintf("rec/%03d/%04d", n, i), Value: append([]byte(nil), val...)})
+		}
+		if err := s.Commit(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	benchCheckTables(b, filepath.Join(dir, "db"))
+}
+
+func benchCheckTables(b *testing.B, db string) {
+	var total int64
+	ssts, _ := filepath.Glob(filepath.Join(db, "*.sst"))
+	for _, p := range ssts {
+		st, _ := os.Stat(p)
+		total += st.Size()
+	}
+	b.SetBytes(total)
+	b.ReportMetric(float64(total)/(1<<20), "MiB-tables")
+	bo := badgerOptions(db, Options{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if d := checkTables(db, bo, nil); len(d) > 0 {
+			b.Fatal(d)
+		}
+	}
+}
