@@ -836,8 +836,8 @@ type upstream struct {
 	name  string
 	local bool // spawned by the gate: paths it sees are the gate's
 	cs    *mcp.ClientSession
-	caps *mcp.ServerCapabilities
-	inst string
+	caps  *mcp.ServerCapabilities
+	inst  string
 
 	syncMu sync.Mutex // one sync at a time
 	tools  []string   // guarded by syncMu: the tools it owns

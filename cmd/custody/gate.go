@@ -25,9 +25,16 @@ func init() { register(gateCommand) }
 const gateExample = `{
   "tools": {
     "write_file": {"capability": "fs.write", "target": "fs/{path}",
+                   "paths": {"path": "realpath"}, "inert": ["content"],
                    "reserve": {"writes": 1}},
-    "read_text_file": {"capability": "fs.read", "target": "fs/{path}"}
+    "move_file": {"capability": "fs.write",
+                  "targets": ["fs/{source}", "fs/{destination}"],
+                  "paths": {"source": "realpath", "destination": "realpath"}},
+    "read_text_file": {"capability": "fs.read", "target": "fs/{path}",
+                       "paths": {"path": "realpath"}, "inert": ["head", "tail"]}
   },
+  "resources": [{"uri": "file:///{path}", "capability": "fs.read",
+                 "target": "fs/{path}"}],
   "passthrough": ["list_allowed_directories"]
 }`
 
@@ -58,25 +65,51 @@ agent gets the STOP's reason; later calls are denied until a RESUME. When the
 ledger or the event stream cannot be reached, calls are refused
 ("ledger_unavailable: ..."), never forwarded.
 
-The configuration (JSON) maps tool names to custody identifiers:
+The configuration (JSON) maps tool names and resource URIs to custody
+identifiers:
 
 ` + gateExample + `
 
   capability  the RECEIPT's action (an identifier)
-  target      a template: {arg} is the call's argument arg (a string or an
-              integer), its leading '/' dropped: fs/{path} with path
-              /a/b.txt gives fs/a/b.txt. A value that makes no identifier
-              (spaces, "..", an empty segment) refuses the call.
+  target      a template: {arg} is the call's argument arg (a string, or an
+              integer within ±(2^53-1): a fraction, an exponent or a larger
+              number is refused), its leading '/' dropped: fs/{path} with
+              path /a/b.txt gives fs/a/b.txt. A value that makes no
+              identifier (spaces, "..", an empty segment) refuses the call.
+  targets     instead of target, several templates for a tool that acts on
+              several things: one pending RECEIPT each, and the call runs
+              only when the ledger accepted every one (the first reserves)
+  inert       the arguments that designate nothing acted on; every argument
+              of the tool's input schema must be in a template or inert, or
+              the tool is not offered (a warning names it)
+  paths       arg -> "absolute" (a relative path is refused) or "realpath"
+              (also resolved through symbolic links by the gate, and
+              forwarded resolved; for a spawned upstream only)
   step        a template for the step id (default: the tool name, '/', and
               a counter: write_file/7)
   reserve     limit -> amount reserved by each call; limits in force on the
               grant's chain that it omits are reserved at 0
+  pin         "sha256:..." of the tool's definition (custody gate pin): a
+              tool whose definition changed is not offered
+  resources   [{uri, capability, target}]: reads and subscriptions of a URI
+              the template matches are steps; any other URI is refused
+  prompts, completions
+              true to pass the upstreams' prompts or completions (ungated)
   passthrough tools forwarded ungated, without receipts (logged at start)
   filter_list false to list every upstream tool; by default tools/list
               shows only tools the grant could ever allow
 
 A tool with no mapping that is not in passthrough is refused
-("unmapped_tool: ...").
+("unmapped_tool: ..."). Every refusal is one line on standard error (msg=
+refused, code=...), counted in custody_gate_refusals_total (--metrics), and,
+when the gate refused it before the ledger decided, a pending RECEIPT with
+side_effects.refused_by that the ledger denies (or accepts, followed by its
+failure outcome): replay shows it. A JSON-RPC batch on stdio is answered
+with error -32600 and the session goes on. When the gate cannot start (a
+configuration, key or grant problem, the ledger or an upstream down) it
+still answers the host on stdio: each call gets the error and how to fix it.
+The gate logs to standard error, which MCP hosts keep in their MCP server
+logs.
 
 Exit codes: 0 ok (the agent hung up), 1 error (the grant or an upstream
 could not be used), 2 usage (bad flags or configuration), 5 unavailable
@@ -268,7 +301,12 @@ the tool's "pin" in FILE. Review the tools first: the gate offers a pinned tool
 only while its definition is the one pinned, so a server that later changes
 what a tool says it does (a "rug pull") loses the tool, and the gate says so on
 standard error. It also says which tools the gate would still not offer (an
-argument of the input schema neither in a template nor declared inert).`,
+argument of the input schema neither in a template nor declared inert).
+
+Example:
+
+   custody gate pin --config /srv/agent/gate.json \
+     -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "the gate's configuration `FILE`, rewritten with the pins", TakesFile: true, Sources: cli.EnvVars("CUSTODY_GATE_CONFIG")},
 			&cli.StringSliceFlag{Name: "upstream-url", Usage: "an upstream MCP server's streamable HTTP `URL` (repeat for several)"},

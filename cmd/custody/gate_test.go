@@ -86,7 +86,7 @@ func TestGateUnavailableAnswers(t *testing.T) {
 	}{
 		{"relative config", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", "no/such/gate.json"}, exitUsage,
 			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}},
-		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, exitError,
+		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, exitUnavailable,
 			[]string{"reading grant confirm_g", "is running (custody serve)"}},
 		{"wrong grant", []string{"--ledger", lg.URL, "--key", otherKey, "--grant", "confirm_g", "--config", cfg}, exitError,
 			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}},
