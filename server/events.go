@@ -55,6 +55,12 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
 	}
+	if after > MaxEventIndex {
+		// No entry can ever follow it: such a stream would hold a slot
+		// and deliver nothing, forever.
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("Last-Event-ID or ?after= %d: no entry can follow it (entry indexes stay below 2^62; a stream resumes after an index it was sent)", after))
+		return
+	}
 	if ok, err := s.l.WorkflowExists(wf); err != nil {
 		s.readError(w, r, err)
 		return
@@ -316,6 +322,12 @@ func setSendBuffer(c net.Conn) {
 		tc.SetWriteBuffer(streamSendBuffer)
 	}
 }
+
+// MaxEventIndex is the largest index a stream may start after: no log
+// reaches 2^62 entries (at a million a second, 146,000 years), so a
+// larger Last-Event-ID or ?after= was never sent by this server and no
+// entry could ever follow it.
+const MaxEventIndex = 1<<62 - 1
 
 // streamPage is how many entries a stream reads under one heavy-read token.
 const streamPage = 256
