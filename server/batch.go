@@ -41,16 +41,15 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.appends.Done()
 
-	select {
-	case s.reading <- struct{}{}:
-	default:
+	doneReading, refused := s.takeReading(w, r)
+	if refused != "" {
 		s.m.appends.WithLabelValues("overloaded").Inc()
-		s.unavailable(w, api.CodeOverloaded, "too many appends being received; retry later")
+		s.unavailable(w, api.CodeOverloaded, refused)
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	req, err := decodeBatch(http.MaxBytesReader(w, r.Body, api.MaxBatchBody))
-	<-s.reading
+	doneReading()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
