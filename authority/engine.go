@@ -161,7 +161,18 @@ func (e *Engine) NextSeq(keyID string) uint64 {
 	return 1
 }
 
-// PublicKey returns the bound public key of a key id.
+// SigningKey returns the bound key of a key id as signatures are checked
+// against it: an Ed25519 key or a passkey.
+func (e *Engine) SigningKey(keyID string) (sign.Key, bool) {
+	k := e.Key(keyID)
+	if k == nil {
+		return sign.Key{}, false
+	}
+	return k.SigningKey()
+}
+
+// PublicKey returns the bound Ed25519 public key of a key id (false for a
+// passkey: see SigningKey).
 func (e *Engine) PublicKey(keyID string) (ed25519.PublicKey, bool) {
 	k := e.Key(keyID)
 	if k == nil {
@@ -301,14 +312,20 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	}
 	signer := e.Key(sub.Env.KeyID)
 	var pub ed25519.PublicKey
+	var key sign.Key
 	switch {
 	case signer != nil:
-		pub = boundKey(signer.PublicKey)
+		var ok bool
+		if key, ok = signer.SigningKey(); !ok {
+			return refuse(d, BadSignature, fmt.Sprintf("the key bound to %s cannot be decoded", short(sub.Env.KeyID)))
+		}
+		pub = key.Ed25519
 	case meta == nil && kind == statement.Genesis && index == 0:
 		pub = genesisAdminKey(sub.Env)
 		if pub == nil || sign.KeyID(pub) != sub.Env.KeyID {
 			return refuse(d, UnknownKey, "GENESIS must be signed by the admin_key it names")
 		}
+		key = sign.Key{Ed25519: pub}
 	default:
 		return refuse(d, UnknownKey, fmt.Sprintf("key %s is not bound in this log", sub.Env.KeyID))
 	}
@@ -319,7 +336,9 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 		return refuse(d, BadSignature, fmt.Sprintf("key %s is the log's own %s key, which signs DENIALs and checkpoints only; an envelope it signed is never a submission", short(sub.Env.KeyID), signer.Role))
 	}
 	if !sub.Verified {
-		if err := sub.Env.Verify(pub); err != nil {
+		// One check for every kind of key (DESIGN §1): Ed25519, or a
+		// passkey's WebAuthn assertion (sign.VerifyPasskey's rules).
+		if err := sub.Env.VerifyKey(key); err != nil {
 			return refuse(d, BadSignature, fmt.Sprintf("signature by key %s does not verify: %v", sub.Env.KeyID, err))
 		}
 	}
@@ -350,6 +369,9 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	} else {
 		c.meta = meta
 		c.common()
+		if !c.failed() {
+			c.allowedKind()
+		}
 		if !c.failed() {
 			c.byKind()
 		}

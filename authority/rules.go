@@ -22,9 +22,15 @@ const AgentNamePrefix = "agent:"
 // IsAgentName reports whether name is in the agent name space.
 func IsAgentName(name string) bool { return strings.HasPrefix(name, AgentNamePrefix) }
 
-// NameRec maps a bound name to its key.
+// NameRec maps a bound name to its key: the first key of a principal
+// that holds several (DESIGN §1, add_key).
 type NameRec struct {
 	KeyID string `json:"keyid"`
+	// Added counts the keys add_key bound to a principal's name after the
+	// first, and Retired how many of all its keys are retired; both stay 0
+	// for a name with one key.
+	Added   int `json:"added,omitempty"`
+	Retired int `json:"retired,omitempty"`
 }
 
 func (c *check) genesis(admin ed25519.PublicKey) {
@@ -104,11 +110,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		c.deny(NotAuthorized, "only the admin key enrolls or retires principals; %q is bound as %s", c.signer.Name, c.signer.Role)
 		return
 	}
-	pub := boundKey(p.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
-	kid := sign.KeyID(pub)
+	kid := principalKeyID(p) // statement.Parse checked the key
 	existing := c.e.Key(kid)
 	switch p.Op {
-	case statement.OpEnroll:
+	case statement.OpEnroll, statement.OpAddKey:
 		if IsAgentName(p.Name) {
 			c.deny(IdentityConflict, "name %q starts with %q, which only agent names do; a principal's name never does", p.Name, AgentNamePrefix)
 			return
@@ -117,12 +122,34 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 			c.deny(IdentityConflict, "key %s is already bound as %s %q", short(kid), existing.Role, existing.Name)
 			return
 		}
-		if n := get[NameRec](c.e.st, prefName+p.Name); n != nil {
-			c.deny(IdentityConflict, "name %q already belongs to key %s", p.Name, short(n.KeyID))
+		if c.boundElsewhere(otherEncoding(p)) {
 			return
 		}
+		n := get[NameRec](c.e.st, prefName+p.Name)
+		if p.Op == statement.OpEnroll {
+			if n != nil {
+				c.deny(IdentityConflict, "name %q already belongs to key %s; add a device's key to it with op add_key", p.Name, short(n.KeyID))
+				return
+			}
+		} else {
+			if n == nil {
+				c.deny(NotPrincipal, "name %q is not an enrolled principal; enroll it before adding keys to it", p.Name)
+				return
+			}
+			if first := c.e.Key(n.KeyID); first == nil || first.Role != RolePrincipal {
+				c.deny(IdentityConflict, "name %q is not a principal's name", p.Name)
+				return
+			}
+			if c.e.liveKeys(n) == 0 {
+				c.deny(Revoked, "every key of principal %q is retired; a retired principal gains no new key", p.Name)
+				return
+			}
+		}
 		c.accept()
-		c.e.bind(kid, RolePrincipal, p.Name, p.PublicKey, 0)
+		if p.Op == statement.OpEnroll {
+			n = nil
+		}
+		c.bindPrincipal(kid, p, n)
 	case statement.OpRetire:
 		if existing == nil || existing.Role != RolePrincipal {
 			c.deny(NotPrincipal, "key %s is not an enrolled principal", short(kid))
@@ -140,6 +167,11 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		r := *existing
 		r.Retired, r.RetiredAt = true, statement.FormatLoggedAt(c.at)
 		put(c.e.st, prefKey+kid, &r)
+		if n := get[NameRec](c.e.st, prefName+p.Name); n != nil && n.Added > 0 {
+			nn := *n
+			nn.Retired++
+			put(c.e.st, prefName+p.Name, &nn)
+		}
 	case statement.OpLogKey:
 		c.rotateLogKey(p, kid, existing) // trustkeys.go
 	}
@@ -155,6 +187,9 @@ func (c *check) grantee(g *statement.Grant) string {
 	}
 	if kid == c.keyID {
 		c.deny(IdentityConflict, "grantee key %s is the issuer's own key", short(kid))
+		return kid
+	}
+	if c.granteeElsewhere(pub) {
 		return kid
 	}
 	if k := c.e.Key(kid); k != nil {
@@ -198,7 +233,7 @@ func (c *check) confirm(s *statement.ConfirmDoc) {
 	}
 	wfID := s.Scope.WorkflowID
 	wf := c.e.Workflow(wfID)
-	if wf != nil && wf.Owner != c.keyID {
+	if wf != nil && !c.sameHolder(wf.Owner) {
 		owner := c.e.Key(wf.Owner)
 		c.deny(WorkflowOwned, "workflow %q belongs to principal %q", wfID, owner.Name)
 		return
@@ -445,7 +480,7 @@ func (c *check) revoke(s *statement.RevokeDoc) {
 	isAdmin := c.signer.Role == RoleAdmin
 	allowed := isAdmin || c.keyID == target.GranteeKey
 	for _, g := range chain {
-		allowed = allowed || c.keyID == g.IssuerKey
+		allowed = allowed || c.sameHolder(g.IssuerKey)
 	}
 	if !allowed {
 		c.deny(NotAuthorized, "signer %q neither issued %s or an ancestor, nor holds it, nor is the admin", c.signer.Name, target.ID)
@@ -656,7 +691,7 @@ func (c *check) stop(s *statement.StopDoc) {
 	switch {
 	case c.signer.Role == RoleAdmin:
 		role = "admin"
-	case c.keyID == wf.Owner:
+	case c.sameHolder(wf.Owner):
 		role = "owner"
 	case c.liveHeld(c.keyID, s.Workflow) != nil:
 		role = "grantee"
@@ -712,8 +747,8 @@ func (c *check) resume(s *statement.ResumeDoc) {
 	wf := c.e.Workflow(stop.Workflow)
 	isAdmin := c.signer.Role == RoleAdmin
 	allowed := isAdmin ||
-		(stop.Role != "admin" && c.keyID == stop.SignerKey) ||
-		(stop.Role == "grantee" && c.keyID == wf.Owner)
+		(stop.Role != "admin" && c.sameHolder(stop.SignerKey)) ||
+		(stop.Role == "grantee" && c.sameHolder(wf.Owner))
 	if !allowed {
 		who := "its signer, the workflow's owner or the admin"
 		if stop.Role == "admin" {

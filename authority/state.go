@@ -3,11 +3,14 @@ package authority
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
 )
 
 // Store is where state records live between batches. Load returns nil and
@@ -54,10 +57,39 @@ type Meta struct {
 type KeyRec struct {
 	Role      string `json:"role"`
 	Name      string `json:"name"`
-	PublicKey string `json:"public_key"` // base64 raw
+	PublicKey string `json:"public_key"` // base64 raw (an Ed25519 key) or SPKI DER (a passkey)
 	LastSeq   uint64 `json:"last_seq"`
 	Retired   bool   `json:"retired,omitempty"`    // principals, and DENIAL keys rotated out
 	RetiredAt string `json:"retired_at,omitempty"` // logged_at of the retirement
+	// A passkey (DESIGN §1): its key type, relying party, origins and the
+	// statement kinds it may sign. Absent for an Ed25519 key.
+	KeyType      string   `json:"key_type,omitempty"`
+	RPID         string   `json:"rp_id,omitempty"`
+	Origins      []string `json:"origins,omitempty"`
+	AllowedTypes []string `json:"allowed_types,omitempty"`
+}
+
+// IsPasskey reports whether the bound key is a passkey.
+func (k *KeyRec) IsPasskey() bool { return k.KeyType != "" }
+
+// SigningKey decodes the bound key for signature checks. It passed its
+// checks when it was bound, so it is only decoded here.
+func (k *KeyRec) SigningKey() (sign.Key, bool) {
+	if k.IsPasskey() {
+		pk, err := sign.NewPasskey(k.KeyType, k.PublicKey, k.RPID, k.Origins)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		return sign.Key{Passkey: pk}, true
+	}
+	pub := boundKey(k.PublicKey)
+	return sign.Key{Ed25519: pub}, pub != nil
+}
+
+// MaySign reports whether the key may sign statements of kind: always for
+// an Ed25519 key; for a passkey, when kind is in its allowed_types.
+func (k *KeyRec) MaySign(kind statement.Kind) bool {
+	return !k.IsPasskey() || slices.Contains(k.AllowedTypes, string(kind))
 }
 
 // IDRec records that an id is taken, by which kind, at which index.

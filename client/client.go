@@ -88,7 +88,7 @@ type Client struct {
 
 // New returns a client of the server at baseURL (like
 // http://127.0.0.1:8080) for the log whose checkpoint verifier key is
-// verifierKey (custody checkpoint --key): one key, or after a checkpoint
+// verifierKey (custody checkpoint --verifier-key): one key, or after a checkpoint
 // key rotation the log's key set, one key a line. Get it out of band: it
 // is what every answer is checked against.
 //

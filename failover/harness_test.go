@@ -84,9 +84,9 @@ func initLogAt(t *testing.T, store, origin string, admin *testlog.Actor, args ..
 	if out, code := custody(t, append([]string{"init", "--store", store, "--origin", origin, "--admin-key", keyFile}, args...)...); code != 0 {
 		t.Fatalf("custody init: exit %d\n%s", code, out)
 	}
-	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--key"}, args...)...)
+	out, code := custody(t, append([]string{"checkpoint", "--store", store, "--verifier-key"}, args...)...)
 	if code != 0 {
-		t.Fatalf("custody checkpoint --key: exit %d\n%s", code, out)
+		t.Fatalf("custody checkpoint --verifier-key: exit %d\n%s", code, out)
 	}
 	return strings.TrimSpace(out)
 }

@@ -205,7 +205,7 @@ type Ledger struct {
 	ownKeys map[string]bool
 
 	prover *merkle.Prover
-	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
+	keys   sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	seqQ    chan *request
 	verifyQ chan *request

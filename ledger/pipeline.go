@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -291,13 +290,15 @@ func (l *Ledger) check(req *request) {
 		req.refusal = r
 		return
 	}
-	pub := l.publicKey(env.KeyID)
-	if pub == nil {
+	key, ok := l.signingKey(env.KeyID)
+	if !ok {
 		// An unknown key may be bound by an earlier entry of the same
 		// batch: the sequencer verifies and parses those itself.
 		return
 	}
-	if err := env.Verify(pub); err != nil {
+	// One check for Ed25519 and passkey signatures alike (sign.VerifyKey,
+	// DESIGN §1).
+	if err := env.VerifyKey(key); err != nil {
 		req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
 		return
 	}
@@ -310,26 +311,56 @@ func (l *Ledger) check(req *request) {
 	req.parsed = true
 }
 
-// publicKey finds a bound key in committed state, caching it. A key id is
-// the SHA-256 of its key, so the cache cannot map an id to a wrong key.
-func (l *Ledger) publicKey(keyID string) ed25519.PublicKey {
+// signingKey finds a bound key in committed state, caching it. A key id
+// is the SHA-256 of its key, so the cache cannot map an id to a wrong key;
+// a passkey's rp_id and origins never change once bound.
+func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 	if v, ok := l.keys.Load(keyID); ok {
-		return v.(ed25519.PublicKey)
+		return v.(sign.Key), true
 	}
 	raw, err := l.store.Record(context.Background(), authority.KeyRecordKey(keyID))
 	if err != nil || raw == nil {
-		return nil
+		return sign.Key{}, false
 	}
 	var rec authority.KeyRec
 	if json.Unmarshal(raw, &rec) != nil {
+		return sign.Key{}, false
+	}
+	var key sign.Key
+	if rec.IsPasskey() {
+		pk, err := sign.NewPasskey(rec.KeyType, rec.PublicKey, rec.RPID, rec.Origins)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		key.Passkey = pk
+	} else {
+		pub, err := sign.ParsePublicKey(rec.PublicKey)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		key.Ed25519 = pub
+	}
+	l.keys.Store(keyID, key)
+	return key, true
+}
+
+// unverifiedRepeat checks the signature of a passkey submission the
+// workers could not verify (its key was not yet committed) before it is
+// answered as a repeat: a passkey repeat is recognised by payload and
+// keyid, not signature bytes (DESIGN §1), so its signature must still
+// verify before it learns the first decision. nil means it may.
+func (l *Ledger) unverifiedRepeat(req *request) *authority.DecisionError {
+	if req.verified || !sign.IsPasskeySig(req.env.Sig) {
 		return nil
 	}
-	pub, err := sign.ParsePublicKey(rec.PublicKey)
-	if err != nil {
-		return nil
+	key, ok := l.engine.SigningKey(req.env.KeyID)
+	if !ok {
+		return refusal(authority.UnknownKey, "key %s is not bound in this log", req.env.KeyID)
 	}
-	l.keys.Store(keyID, pub)
-	return pub
+	if err := req.env.VerifyKey(key); err != nil {
+		return refusal(authority.BadSignature, "signature by key %s does not verify: %v", req.env.KeyID, err)
+	}
+	return nil
 }
 
 // sequencer orders submissions, decides them and commits batches.
@@ -458,6 +489,10 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		if j, ok := seen[req.hash]; ok {
+			if r := l.unverifiedRepeat(req); r != nil {
+				a.err = r
+				continue
+			}
 			a.dupOf = j
 			continue
 		}
@@ -470,6 +505,13 @@ func (l *Ledger) process(batch []*request) {
 			}
 		}
 		if prior, err := known.prior(l, req.hash); err != nil || prior != nil {
+			// A passkey repeat is recognised by payload and keyid, not
+			// signature bytes (DESIGN §1): its signature must still verify
+			// before it learns the first decision.
+			if r := l.unverifiedRepeat(req); err == nil && r != nil {
+				a.err = r
+				continue
+			}
 			a.res, a.err = prior, err
 			continue
 		}

@@ -35,7 +35,7 @@ import (
 //     neither sign the log as it grows nor sign a different past.
 //
 // Verifiers hold the key set (merkle.KeySet) that Ledger.VerifierKey
-// returns and `custody checkpoint --key` prints.
+// returns and `custody checkpoint --verifier-key` prints.
 
 // oneKey is the keyring of a log that signs checkpoints with its log key.
 func oneKey(k ed25519.PrivateKey) keyring {

@@ -65,6 +65,9 @@ func (g *GenesisDoc) Params() (maxDepth, clockSkew, maxTTL int64) {
 // Principal operations.
 const (
 	OpEnroll = "enroll"
+	// OpAddKey binds another key (another device) to an enrolled
+	// principal's name (DESIGN §1); quorum counts names, not keys.
+	OpAddKey = "add_key"
 	OpRetire = "retire"
 	// OpLogKey rotates the key that signs the log's DENIALs (DESIGN §1):
 	// name is the log's origin, public_key the new key. From the entry on,
@@ -72,13 +75,44 @@ const (
 	OpLogKey = "log_key"
 )
 
-// PrincipalDoc enrolls or retires a person's or organisation's key.
+// PrincipalDoc enrolls or retires a person's or organisation's key, or
+// adds a key to an enrolled name. A passkey (DESIGN §1) sets KeyType to
+// sign.KeyTypeWebAuthnES256 or sign.KeyTypeWebAuthnEd25519, PublicKey to
+// the standard base64 of its SPKI DER, and the WebAuthn fields; KeyType
+// absent means an Ed25519 key and the WebAuthn fields must be absent.
 type PrincipalDoc struct {
 	Header
 	PrincipalID string `json:"principal_id"`
 	Op          string `json:"op"`
 	Name        string `json:"name"`
 	PublicKey   string `json:"public_key"`
+	KeyType     string `json:"key_type,omitempty"`
+	// CredentialID is the standard base64 of the WebAuthn credential id.
+	CredentialID string   `json:"credential_id,omitempty"`
+	RPID         string   `json:"rp_id,omitempty"`
+	Origins      []string `json:"origins,omitempty"`
+	// AllowedTypes lists the statement kinds a passkey may sign
+	// (DefaultAllowedTypes when absent).
+	AllowedTypes []string `json:"allowed_types,omitempty"`
+}
+
+// PasskeyKinds are the statement kinds a passkey may be allowed to sign:
+// those a principal signs at all.
+var PasskeyKinds = []string{"APPROVAL", "CONFIRM", "RESUME", "REVOKE", "STOP"}
+
+// DefaultAllowedTypes is what a passkey enrolled without `allowed_types`
+// may sign (DESIGN §1): CONFIRM and REVOKE only when the admin lists them.
+var DefaultAllowedTypes = []string{"APPROVAL", "RESUME", "STOP"}
+
+// IsPasskey reports whether the document binds a passkey.
+func (d *PrincipalDoc) IsPasskey() bool { return sign.IsPasskeyType(d.KeyType) }
+
+// Allowed returns the kinds the bound passkey may sign.
+func (d *PrincipalDoc) Allowed() []string {
+	if len(d.AllowedTypes) == 0 {
+		return DefaultAllowedTypes
+	}
+	return d.AllowedTypes
 }
 
 // Grantee names the agent a grant is made to.

@@ -3,7 +3,9 @@ package statement
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -219,10 +221,50 @@ func (d *PrincipalDoc) validate() error {
 	c := &v{}
 	c.header(&d.Header)
 	c.ident("principal_id", d.PrincipalID)
-	c.oneOf("op", d.Op, OpEnroll, OpRetire, OpLogKey)
+	c.oneOf("op", d.Op, OpEnroll, OpAddKey, OpRetire, OpLogKey)
 	c.ident("name", d.Name)
-	c.pubkey("public_key", d.PublicKey)
-	return c.err
+	if c.err != nil {
+		return c.err
+	}
+	if d.KeyType == "" {
+		c.pubkey("public_key", d.PublicKey)
+		switch {
+		case c.err != nil:
+		case d.CredentialID != "" || d.RPID != "" || len(d.Origins) > 0 || len(d.AllowedTypes) > 0:
+			c.err = invalid("key_type", "credential_id, rp_id, origins and allowed_types belong to a passkey; key_type is absent (an Ed25519 key)")
+		}
+		return c.err
+	}
+	// A passkey (DESIGN §1). key_type "ed25519" is spelled by its absence.
+	if !sign.IsPasskeyType(d.KeyType) {
+		return invalid("key_type", "%q is not %s or %s (absent for an Ed25519 key)", d.KeyType, sign.KeyTypeWebAuthnES256, sign.KeyTypeWebAuthnEd25519)
+	}
+	if d.Op == OpLogKey {
+		return invalid("key_type", "the log's DENIAL key is an Ed25519 key, never a passkey")
+	}
+	if _, err := sign.NewPasskey(d.KeyType, d.PublicKey, d.RPID, d.Origins); err != nil {
+		var se *sign.Error
+		if errors.As(err, &se) && se.Field != "" {
+			return invalid(se.Field, "%s", se.Msg)
+		}
+		return invalid("public_key", "%v", err)
+	}
+	if d.CredentialID == "" {
+		return invalid("credential_id", "required for a passkey")
+	}
+	if id, err := base64.StdEncoding.Strict().DecodeString(d.CredentialID); err != nil || len(id) == 0 || len(id) > 1023 ||
+		base64.StdEncoding.EncodeToString(id) != d.CredentialID {
+		return invalid("credential_id", "must be the canonical standard base64 of 1..1023 bytes (WebAuthn's limit)")
+	}
+	for i, t := range d.AllowedTypes {
+		if !slices.Contains(PasskeyKinds, t) {
+			return invalid("allowed_types", "%q is not a kind a principal signs (%s)", t, strings.Join(PasskeyKinds, ", "))
+		}
+		if i > 0 && d.AllowedTypes[i-1] >= t {
+			return invalid("allowed_types", "must be sorted without repeats: %q after %q", t, d.AllowedTypes[i-1])
+		}
+	}
+	return nil
 }
 
 func (d *ConfirmDoc) validate() error {

@@ -3,7 +3,8 @@
 // It is built from package verify and the verify command alone, without
 // the ledger or its database, so that an auditor's binary stays small.
 //
-// Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.
+// Exit codes: 0 ok (valid), 4 verification failed (invalid), 1 error
+// (unusable input), 2 usage: custody's one table (internal/exitcode).
 package main
 
 import (

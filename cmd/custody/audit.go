@@ -81,13 +81,14 @@ listed as flags: the ledger accepts them by design.
 A progress line with rate and ETA is drawn on standard error when it is a
 terminal.
 
-Exit codes: 0 clean, 4 findings, 1 error.
+Exit codes: 0 ok (clean), 4 verification failed (findings), 1 error, 2 usage,
+5 unavailable (the server or database could not be reached).
 
 Example:
 
    custody audit --dir ./custody-data
    custody export --dir ./custody-data --tiles ./public/log
-   custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
+   custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --verifier-key)"`,
 		Flags: []cli.Flag{
 			dirFlag(),
 			locFlag(locStore, ""),
@@ -120,7 +121,10 @@ Example:
 				}
 				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc.value)
 			case locLedger:
-				vkey, _ := logKeyArg(c)
+				vkey, err := optionalLogKey(c)
+				if err != nil {
+					return err
+				}
 				cl, err := remoteClient(ctx, loc.value, vkey, 4)
 				if err != nil {
 					return fmt.Errorf("audit: %w", err)

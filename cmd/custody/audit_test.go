@@ -25,7 +25,7 @@ func TestAuditDemo(t *testing.T) {
 	}
 	tiles := filepath.Join(t.TempDir(), "tiles")
 	must(t, 0, "export", "--dir", dir, "--tiles", tiles)
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--verifier-key").stdout)
 	must(t, 0, "audit", "--tiles", tiles, "--log-key", vkey)
 	must(t, 2, "audit", "--tiles", tiles)
 	must(t, 2, "audit", "--tiles", tiles, "--dir", dir, "--log-key", vkey)
@@ -101,7 +101,7 @@ func TestWatchCommand(t *testing.T) {
 	dir := demoLedger(t)
 	tiles := filepath.Join(t.TempDir(), "tiles")
 	must(t, 0, "export", "--dir", dir, "--tiles", tiles)
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--verifier-key").stdout)
 	srv := httptest.NewServer(http.FileServer(http.Dir(tiles)))
 	defer srv.Close()
 	state := filepath.Join(t.TempDir(), "monitor.checkpoint")

@@ -691,14 +691,14 @@ Example:
 
 func revokeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
-		&cli.StringFlag{Name: "target", Usage: "the id of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},
+		&cli.StringFlag{Name: "grant", Usage: "the `ID` of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},
 		&cli.StringFlag{Name: "reason", Usage: "why, for the record", Required: true},
-		&cli.StringFlag{Name: "workflow", Usage: "the workflow (default: the target's)"},
+		&cli.StringFlag{Name: "workflow", Usage: "the workflow (default: the grant's)"},
 	)
 	return &cli.Command{
 		Name:      "revoke",
 		Usage:     "end a grant and everything below it",
-		UsageText: "custody revoke --dir D --key K --target GRANT_ID --reason TEXT [--json]",
+		UsageText: "custody revoke --dir D --key K --grant GRANT_ID --reason TEXT [--json]",
 		Description: `Appends a REVOKE of a grant; it cascades to every grant below. The issuer of
 the grant or of any ancestor, the grant's own grantee (renouncing it), or
 the admin may revoke; a non-revocable grant only the admin. Pending receipts
@@ -706,7 +706,7 @@ already accepted keep their charge and may still record their outcome.
 
 Example:
 
-   custody revoke --dir ./custody-data --key alice.key --target confirm_42c1 --reason "card reported stolen"`,
+   custody revoke --dir ./custody-data --key alice.key --grant confirm_42c1 --reason "card reported stolen"`,
 		Flags: flags,
 		Action: func(ctx context.Context, c *cli.Command) error {
 			a, err := beginAuthoring(ctx, c, "key")
@@ -714,7 +714,7 @@ Example:
 				return err
 			}
 			defer a.close()
-			wf, err := a.workflow(c, "target", statement.Confirm, statement.Delegate)
+			wf, err := a.workflow(c, "grant", statement.Confirm, statement.Delegate)
 			if err != nil {
 				return err
 			}
@@ -722,7 +722,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("target"), Reason: c.String("reason")})
+			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("grant"), Reason: c.String("reason")})
 		},
 	}
 }

@@ -83,7 +83,10 @@ Example:
 			if err != nil {
 				return err
 			}
-			vkey, _ := logKeyArg(c)
+			vkey, err := optionalLogKey(c)
+			if err != nil {
+				return err
+			}
 			cl, err := remoteClient(ctx, loc.value, vkey, n)
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)

@@ -60,14 +60,14 @@ func TestDamagedFolderCommands(t *testing.T) {
 	}
 }
 
-// TestCheckpointKeyOnDamagedFolder: `checkpoint --key` prints the same
+// TestCheckpointKeyOnDamagedFolder: `checkpoint --verifier-key` prints the same
 // verifier key from a damaged folder (MANIFEST gone, a write-ahead log
 // cut, the database folder gone) as from the whole one: it is what an
 // operator needs to check the published log exactly then. The folder is
 // left as it was.
 func TestCheckpointKeyOnDamagedFolder(t *testing.T) {
 	e := newLedgerEnv(t)
-	want := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", e.dir, "--key").stdout)
+	want := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", e.dir, "--verifier-key").stdout)
 	if !strings.HasPrefix(want, "test.example/custody+") {
 		t.Fatalf("verifier key %q", want)
 	}
@@ -80,9 +80,9 @@ func TestCheckpointKeyOnDamagedFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := folderHashes(t, e.dir)
-		r := custody(t, "", "checkpoint", "--dir", e.dir, "--key")
+		r := custody(t, "", "checkpoint", "--dir", e.dir, "--verifier-key")
 		if r.code != 0 || strings.TrimSpace(r.stdout) != want {
-			t.Errorf("%s: checkpoint --key: exit %d, %q (want %q)\n%s", name, r.code, r.stdout, want, r.stderr)
+			t.Errorf("%s: checkpoint --verifier-key: exit %d, %q (want %q)\n%s", name, r.code, r.stdout, want, r.stderr)
 		}
 		after := folderHashes(t, e.dir)
 		if len(after) != len(before) {

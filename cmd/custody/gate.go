@@ -75,8 +75,9 @@ The configuration (JSON) maps tool names to custody identifiers:
 A tool with no mapping that is not in passthrough is refused
 ("unmapped_tool: ...").
 
-Exit codes: 0 when the agent hung up, 1 on an error (the ledger, the grant
-or an upstream could not be reached), 2 on bad flags or configuration.
+Exit codes: 0 ok (the agent hung up), 1 error (the grant or an upstream
+could not be used), 2 usage (bad flags or configuration), 5 unavailable
+(the ledger could not be reached).
 
 Example:
 

@@ -29,7 +29,7 @@ func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "create a ledger in a data folder",
-		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]\n" +
+		UsageText: "custody init --dir D --origin ORIGIN [--admin-name N] [--admin-key FILE] [--log-private-key FILE] [--max-depth N] [--clock-skew 5m] [--max-ttl 720h] [--json]\n" +
 			"   custody init --store postgres://... [--log NAME] --origin ORIGIN [...]",
 		Description: `Creates a ledger: its Badger database, and GENESIS as entry 0, signed by the
 admin key, naming the log key that signs checkpoints and the log's
@@ -55,7 +55,7 @@ Example:
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
-			&cli.StringFlag{Name: "log-key", Usage: "use this private key file as the log key (default: generate D/keys/log.key)", TakesFile: true},
+			&cli.StringFlag{Name: "log-private-key", Usage: "use this private key `FILE` as the log key that signs checkpoints (default: generate D/keys/log.key)", TakesFile: true},
 			&cli.IntFlag{Name: "max-depth", Value: statement.DefaultMaxDepth, Usage: "deepest delegation chain (1..16)"},
 			&cli.DurationFlag{Name: "clock-skew", Value: statement.DefaultClockSkewSeconds * time.Second, Usage: "how far a statement's timestamp may be from the ledger's clock"},
 			&cli.DurationFlag{Name: "max-ttl", Value: statement.DefaultMaxTTLSeconds * time.Second, Usage: "the longest ttl a grant may have"},
@@ -107,7 +107,7 @@ Example:
 			if ledger.IsStoreURL(dir) {
 				logFile = ledger.LogKeyFile + " (in the database)"
 			}
-			if f := c.String("log-key"); f != "" {
+			if f := c.String("log-private-key"); f != "" {
 				if o.LogKey, err = readPrivateKey(f); err != nil {
 					return fmt.Errorf("init: log key: %w", err)
 				}
@@ -560,10 +560,10 @@ func checkpointCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "checkpoint",
 		Usage:     "print the latest signed checkpoint, or the verifier key",
-		UsageText: "custody checkpoint --dir D [--key] [--json]",
+		UsageText: "custody checkpoint --dir D [--verifier-key] [--json]",
 		Description: `Prints the log's latest checkpoint: a C2SP signed note holding the origin,
 the tree size and the root hash, signed by the log key. Every answer the
-ledger gives is included under a checkpoint. With --key it prints the
+ledger gives is included under a checkpoint. With --verifier-key it prints the
 signed-note verifier key instead, which is what an auditor needs to check
 checkpoints offline; after a checkpoint key rotation (custody key
 rotate-log) it prints the log's key set, one key a line, which --log-key
@@ -572,14 +572,14 @@ takes as a file.
 Example:
 
    custody checkpoint --dir ./custody-data > checkpoint.txt
-   custody checkpoint --dir ./custody-data --key`,
+   custody checkpoint --dir ./custody-data --verifier-key > log.vkey`,
 		Flags: withRemote(
 			dirFlag(),
-			&cli.BoolFlag{Name: "key", Usage: "print the checkpoint verifier key"},
+			&cli.BoolFlag{Name: "verifier-key", Usage: "print the checkpoint verifier key (what --log-key takes) instead of the checkpoint"},
 			jsonFlag(),
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if c.Bool("key") && !c.Bool("json") {
+			if c.Bool("verifier-key") && !c.Bool("json") {
 				// The key comes from the config and key files alone, so
 				// that it prints from a damaged folder too.
 				if loc, err := resolveLocation(c); err == nil && loc.kind == locDir {
@@ -608,7 +608,7 @@ var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l lo
 	case c.Bool("json"):
 		return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
 			Checkpoint: string(h.Checkpoint), VerifierKey: l.VerifierKey()})
-	case c.Bool("key"):
+	case c.Bool("verifier-key"):
 		_, err = fmt.Fprintln(w, l.VerifierKey())
 	default:
 		_, err = w.Write(h.Checkpoint)

@@ -251,8 +251,8 @@ func TestHelpSaysTheLocationRule(t *testing.T) {
 func TestLocationPrecedenceEndToEnd(t *testing.T) {
 	a := newLedgerEnv(t) // the ledger the flags name
 	b := newLedgerEnv(t) // the ledger $CUSTODY_DIR names
-	vkeyA := strings.TrimSpace(a.run(0, "checkpoint", "--key").stdout)
-	vkeyB := strings.TrimSpace(b.run(0, "checkpoint", "--key").stdout)
+	vkeyA := strings.TrimSpace(a.run(0, "checkpoint", "--verifier-key").stdout)
+	vkeyB := strings.TrimSpace(b.run(0, "checkpoint", "--verifier-key").stdout)
 	if vkeyA == vkeyB {
 		t.Fatal("two ledgers share a key")
 	}
@@ -260,8 +260,8 @@ func TestLocationPrecedenceEndToEnd(t *testing.T) {
 	t.Setenv("CUSTODY_LEDGER", dead)
 	t.Setenv("CUSTODY_DIR", b.dir)
 
-	// checkpoint --key and get read the typed --dir, not $CUSTODY_LEDGER.
-	if got := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", a.dir, "--key").stdout); got != vkeyA {
+	// checkpoint --verifier-key and get read the typed --dir, not $CUSTODY_LEDGER.
+	if got := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", a.dir, "--verifier-key").stdout); got != vkeyA {
 		t.Errorf("checkpoint --dir A --key with $CUSTODY_LEDGER set: %q, want A's %q", got, vkeyA)
 	}
 	if r := must(t, 0, "get", "--dir", a.dir, "--index", "0"); !strings.Contains(r.stdout, "GENESIS") {
@@ -278,9 +278,9 @@ func TestLocationPrecedenceEndToEnd(t *testing.T) {
 	}
 	t.Setenv("CUSTODY_LEDGER", dead)
 
-	// With no flag, $CUSTODY_LEDGER (first in order) is used: and fails,
+	// With no flag, $CUSTODY_LEDGER (first in order) is used: and fails (unavailable, 5),
 	// naming it.
-	if r := must(t, 1, "get", "--index", "0"); !strings.Contains(r.stderr, dead) {
+	if r := must(t, 5, "get", "--index", "0"); !strings.Contains(r.stderr, dead) {
 		t.Errorf("get with $CUSTODY_LEDGER set: %s", r.stderr)
 	}
 

@@ -10,14 +10,16 @@
 //
 // # Exit codes
 //
+// One table for every command (package internal/exitcode):
+//
 //	0  ok
 //	1  error (bad input, I/O)
 //	2  usage (bad flags or arguments)
 //	3  denied (an authority rule said no, or the ledger refused a submission)
-//	4  verification failed
-//	5  unavailable: the server or database could not decide now (a 503, a
-//	   server that does not sequence the log, a database that is away);
-//	   nothing was acknowledged, so try again or try another server
+//	4  verification failed (evidence, a proof or a server's answer)
+//	5  unavailable: the server or database could not decide now (unreachable,
+//	   a 503, a server that does not sequence the log, a database that is
+//	   away); nothing was acknowledged, so try again or try another server
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,18 +37,19 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/exitcode"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/storage"
 )
 
-// Exit codes.
+// Exit codes (the one table is package exitcode's).
 const (
-	exitOK          = 0
-	exitError       = 1
-	exitUsage       = 2
-	exitDenied      = 3
-	exitVerify      = 4 // for custody verify
-	exitUnavailable = 5
+	exitOK          = exitcode.OK
+	exitError       = exitcode.Error
+	exitUsage       = exitcode.Usage
+	exitDenied      = exitcode.Denied
+	exitVerify      = exitcode.Verification
+	exitUnavailable = exitcode.Unavailable
 )
 
 // exitErr is an error that carries the process exit code it maps to.
@@ -105,16 +109,19 @@ func runApp(ctx context.Context, app *cli.Command, args []string) int {
 		code = coder.ExitCode()
 	case unavailable(err):
 		code = exitUnavailable
+	case errors.Is(err, client.ErrUnverified):
+		code = exitVerify
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))
 		if code == exitUsage {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usagePath(err, args))
 		}
-		if wantsJSON(args) {
+		var wrote interface{ WroteJSON() bool } // verifycli.ExitError
+		if wantsJSON(args) && !(errors.As(err, &wrote) && wrote.WroteJSON()) {
 			// A script that asked for JSON reads standard output: the
 			// error is there too, as one object.
-			writeJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitKinds[code]})
+			writeJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitcode.Kind(code)})
 		}
 	}
 	return code
@@ -125,10 +132,8 @@ func runApp(ctx context.Context, app *cli.Command, args []string) int {
 type jsonError struct {
 	Error    string `json:"error"`
 	ExitCode int    `json:"exit_code"`
-	Kind     string `json:"kind"` // error, usage, denied, verification
+	Kind     string `json:"kind"` // exitcode.Kind: error, usage, denied, verification, unavailable
 }
-
-var exitKinds = map[int]string{exitError: "error", exitUsage: "usage", exitDenied: "denied", exitVerify: "verification"}
 
 // wantsJSON reports whether args ask for --json (before a "--").
 func wantsJSON(args []string) bool {
@@ -191,8 +196,7 @@ Where every command reads and writes, one rule: a location flag you type
 usage error; otherwise the first set of $CUSTODY_LEDGER, $CUSTODY_STORE and
 $CUSTODY_DIR, among those the command takes; otherwise ./custody-data.
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 denied or refused, 4 verification
-failed.
+` + exitcode.Summary() + `
 
 Example:
 
@@ -251,6 +255,7 @@ Example:
 // (free text may hold commas), and a group without its own action rejects
 // an unknown subcommand.
 func configure(cmd *cli.Command, path string) {
+	addRenamedFlags(cmd, path)
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
 		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
 	}
@@ -361,12 +366,16 @@ func editDistance(a, b string) int {
 }
 
 // unavailable reports whether err says the log could not decide now: a
-// 503 from a server, a server or ledger that does not sequence the log,
-// or a database that is away.
+// server that cannot be reached or answers 503, a server or ledger that
+// does not sequence the log, or a database that is away.
 func unavailable(err error) bool {
 	var he *client.HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
 		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true // refused, reset, timed out, no such host
 	}
 	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
 		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)

@@ -383,7 +383,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("pending: %+v", d)
 	}
 	// The answer's proof verifies against the answer's checkpoint.
-	verifierKey := strings.TrimSpace(e.run(0, "checkpoint", "--key").stdout)
+	verifierKey := strings.TrimSpace(e.run(0, "checkpoint", "--verifier-key").stdout)
 	cp, err := merkle.OpenCheckpoint([]byte(d.Checkpoint), "test.example/custody", verifierKey)
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +429,7 @@ func TestRoundTrip(t *testing.T) {
 	e.decision(0, "stop", "--key", alice, "--workflow", "wf_9f3a", "--scope", "step", "--step", "step_3",
 		"--takeover", "pause", "--reason", "look at the \u202egnp.exe receipt", "--id", "stop_1")
 	e.decision(0, "resume", "--key", alice, "--stop-ref", "stop_1")
-	d = e.decision(0, "revoke", "--key", alice, "--target", "del_booker", "--reason", "trip booked")
+	d = e.decision(0, "revoke", "--key", alice, "--grant", "del_booker", "--reason", "trip booked")
 	if d.Verdict != "accepted" || *d.Index != 10 {
 		t.Fatalf("revoke: %+v", d)
 	}

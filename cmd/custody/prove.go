@@ -22,7 +22,7 @@ each with an inclusion proof against the latest signed checkpoint. With
 sees everything that happened after the subject too (a REVOKE, a STOP).
 
 An auditor checks it with nothing but the log's verifier key
-(custody checkpoint --key): custody verify, or the custody-verify binary.
+(custody checkpoint --verifier-key): custody verify, or the custody-verify binary.
 
 --format tlog-proof writes a C2SP tlog-proof of the one entry instead (its
 leaf in the proof's extra data), for generic transparency-log tooling; it
@@ -31,7 +31,7 @@ proves inclusion only, not authority.
 Example:
 
    custody prove --dir ./custody-data --id rcpt_1 --out rcpt_1.bundle.json
-   custody verify rcpt_1.bundle.json --log-key "$(custody checkpoint --dir ./custody-data --key)"`,
+   custody verify rcpt_1.bundle.json --log-key "$(custody checkpoint --dir ./custody-data --verifier-key)"`,
 		Flags: withRemote(
 			dirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},

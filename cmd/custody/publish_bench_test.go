@@ -102,7 +102,7 @@ func BenchmarkServePublish(b *testing.B) {
 		b.ReportMetric(maxLagSec*1000, "max-lag-ms")
 		b.ReportMetric(m["custody_publish_objects_total"], "objects")
 
-		vkey := strings.TrimSpace(benchMust(b, 0, "checkpoint", "--dir", data, "--key").stdout)
+		vkey := strings.TrimSpace(benchMust(b, 0, "checkpoint", "--dir", data, "--verifier-key").stdout)
 		start := time.Now()
 		ar := benchMust(b, 0, "audit", "--tiles", g.URL+"/logs/bench", "--log-key", vkey, "--json")
 		took := time.Since(start).Seconds()

@@ -26,7 +26,7 @@ import (
 func TestExportS3Audit(t *testing.T) {
 	g := s3proc.ForTest(t, "logs")
 	dir := demoLedger(t)
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--verifier-key").stdout)
 	r := must(t, 0, "export", "--dir", dir, "--tiles", "s3://logs/demo/log", "--json")
 	var res struct {
 		Size    uint64 `json:"size"`
@@ -142,7 +142,7 @@ func TestServePublish(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("serve exited %d: %s", code, stderr.String())
 	}
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", data, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", data, "--verifier-key").stdout)
 	r := must(t, 0, "audit", "--tiles", g.URL+"/logs/served", "--log-key", vkey, "--json")
 	if !strings.Contains(r.stdout, `"checkpoint_size": `+strconv.Itoa(int(size))) {
 		t.Fatalf("audit of the published bucket (size %v): %s", size, r.stdout)

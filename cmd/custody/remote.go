@@ -71,7 +71,10 @@ func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore
 		return nil, err
 	}
 	if loc.kind == locLedger {
-		vkey, _ := logKeyArg(c)
+		vkey, err := optionalLogKey(c)
+		if err != nil {
+			return nil, err
+		}
 		cl, err := remoteClient(ctx, loc.value, vkey, 4)
 		if err != nil {
 			return nil, err

@@ -145,8 +145,8 @@ It prints:
 (dot -Tsvg), and --html FILE writes one self-contained page (no scripts, no
 external requests) to attach to an incident ticket.
 
-Exit codes: 0 verified, 4 verification failed (the report is still
-printed), 1 error.
+Exit codes: 0 ok (verified), 4 verification failed (the report is still
+printed), 1 error, 2 usage, 5 unavailable (the server could not be reached).
 
 Example:
 

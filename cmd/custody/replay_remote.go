@@ -15,12 +15,9 @@ import (
 // trusted for nothing.
 func remoteReplaySource(c *cli.Command, loc location) (workflowSource, error) {
 	url := loc.value
-	vkey := ""
-	if k, _ := logKeyArg(c); k != "" {
-		var err error
-		if vkey, err = verifierKeyArg(c, "log-key"); err != nil {
-			return nil, err
-		}
+	vkey, err := optionalLogKey(c)
+	if err != nil {
+		return nil, err
 	}
 	cl, err := remoteClient(context.Background(), url, vkey, 4)
 	if err != nil {

@@ -132,7 +132,7 @@ func TestReplayDemoGolden(t *testing.T) {
 // shows a tampered bundle as failed, with exit 4.
 func TestReplayBundleFile(t *testing.T) {
 	dir := demoLedger(t)
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--verifier-key").stdout)
 	bundle := filepath.Join(t.TempDir(), "wf.bundle.json")
 	must(t, 0, "prove", "--dir", dir, "--id", "stop_alice", "--workflow", "--out", bundle)
 	r := must(t, 0, "replay", "--bundle", bundle, "--log-key", vkey, "--workflow", "wf_9f3a")
@@ -313,7 +313,7 @@ func TestReplayHTMLShowsWhatHappened(t *testing.T) {
 // calling it lost.
 func TestReplayBundleEndsAtSubject(t *testing.T) {
 	dir := demoLedger(t)
-	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--key").stdout)
+	vkey := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", dir, "--verifier-key").stdout)
 	bundle := filepath.Join(t.TempDir(), "rcpt_1.bundle.json")
 	must(t, 0, "prove", "--dir", dir, "--id", "rcpt_1", "--out", bundle)
 	r := must(t, 0, "replay", "--bundle", bundle, "--log-key", vkey)

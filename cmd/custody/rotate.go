@@ -27,7 +27,7 @@ func keyRotateLogCommand() *cli.Command {
    data folder) joins the checkpoint keys. From now on every checkpoint is
    signed by the old key and the new one, so readers holding either keep
    verifying. The current head is signed again at once. Hand verifiers the
-   new key set (printed, and by 'custody checkpoint --key').
+   new key set (printed, and by 'custody checkpoint --verifier-key').
 
 2. Finish (--finish), once verifiers hold the new set: the new key signs
    alone. Each old key is retired at the current head: the key set keeps
@@ -44,7 +44,7 @@ the single key.
 Example:
 
    custody key rotate-log --dir ./custody-data
-   custody checkpoint --dir ./custody-data --key > log.keys
+   custody checkpoint --dir ./custody-data --verifier-key > log.keys
    custody key rotate-log --dir ./custody-data --finish
    custody verify wf.bundle.json --log-key log.keys`,
 		Flags: []cli.Flag{
@@ -165,7 +165,7 @@ func printRotation(c *cli.Command, dir string, r *ledger.Rotation) error {
 		fmt.Fprintln(w, "every checkpoint is signed by all of these until you finish the rotation.")
 	}
 	fmt.Fprintf(w, "\nthe key set verifiers need (give its file to --log-key):\n\n%s\n", strings.TrimSpace(r.Keys))
-	fmt.Fprintf(w, "\n   custody checkpoint --dir %s --key > log.keys\n", dir)
+	fmt.Fprintf(w, "\n   custody checkpoint --dir %s --verifier-key > log.keys\n", dir)
 	if !finished {
 		fmt.Fprintf(w, "   custody key rotate-log --dir %s --finish      # once verifiers hold it\n", dir)
 	}

@@ -23,7 +23,7 @@ func TestRotateLog(t *testing.T) {
 		}
 		return p
 	}
-	oldKey := write("old.vkey", e.run(0, "checkpoint", "--key").stdout)
+	oldKey := write("old.vkey", e.run(0, "checkpoint", "--verifier-key").stdout)
 	oldCP := write("old.cp", e.run(0, "checkpoint").stdout)
 	oldSize := mustCheckpointSize(t, e)
 
@@ -49,8 +49,8 @@ func TestRotateLog(t *testing.T) {
 		t.Fatalf("finish: %s", r.stdout)
 	}
 	e.decision(0, "principal", "enroll", "--admin-key", e.keys["admin"], "--name", "user:carol", "--public-key", e.key("user:carol"))
-	keys := write("log.keys", e.run(0, "checkpoint", "--key").stdout)
-	if lines := strings.Count(strings.TrimSpace(e.run(0, "checkpoint", "--key").stdout), "\n"); lines != 1 {
+	keys := write("log.keys", e.run(0, "checkpoint", "--verifier-key").stdout)
+	if lines := strings.Count(strings.TrimSpace(e.run(0, "checkpoint", "--verifier-key").stdout), "\n"); lines != 1 {
 		t.Fatalf("the key set has %d lines", lines+1)
 	}
 

@@ -119,7 +119,7 @@ func TestRemoteMode(t *testing.T) {
 		{"get", "--index", "999"},
 		{"get", "--id", "nope"},
 		{"checkpoint"},
-		{"checkpoint", "--key"},
+		{"checkpoint", "--verifier-key"},
 		{"checkpoint", "--json"},
 		{"proof", "inclusion", "--index", "3"},
 		{"proof", "inclusion", "--index", "3", "--size", "5", "--json"},

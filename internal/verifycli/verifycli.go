@@ -5,10 +5,12 @@
 //
 // # Exit status
 //
-//	0  the evidence is valid
-//	4  the evidence is invalid (the verdict says which check failed)
-//	1  the input is unusable (unreadable file, not a bundle, bad key)
-//	2  usage error
+// custody's one table (package exitcode):
+//
+//	0  ok: the evidence is valid
+//	4  verification failed: the evidence is invalid (the verdict says which check failed)
+//	1  error: the input is unusable (unreadable file, not a bundle, bad key)
+//	2  usage
 //
 // Errors come back from the command's Action as *ExitError, which carries
 // the status; the root command decides how to exit (see Exit).
@@ -27,6 +29,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/exitcode"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/merkle"
@@ -36,10 +39,10 @@ import (
 
 // Exit statuses.
 const (
-	ExitValid    = 0
-	ExitUnusable = 1
-	ExitUsage    = 2
-	ExitInvalid  = 4
+	ExitValid    = exitcode.OK
+	ExitUnusable = exitcode.Error
+	ExitUsage    = exitcode.Usage
+	ExitInvalid  = exitcode.Verification
 )
 
 // ExitError is an error with the process exit status it calls for. It
@@ -48,7 +51,14 @@ const (
 type ExitError struct {
 	Code int
 	Err  error
+	// JSON says the command already wrote its answer as JSON on standard
+	// output (a verdict, or the error object of --json), so a caller
+	// printing errors as JSON adds nothing there.
+	JSON bool
 }
+
+// WroteJSON reports whether the command already wrote its JSON answer.
+func (e *ExitError) WroteJSON() bool { return e.JSON }
 
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
@@ -184,7 +194,8 @@ Example:
   ` + prog + ` workflow.bundle.json --log-key log.vkey --json | jq .valid
   ` + prog + ` consistency checkpoint.old checkpoint.new --proof consistency.proof --log-key log.vkey
 
-Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error.`),
+Exit codes: 0 ok (valid), 4 verification failed (invalid), 1 error
+(unusable input), 2 usage.`),
 		Flags:                  []cli.Flag{keyFlag(), policyFlag(), tilesFlag(), jsonFlag()},
 		Commands:               []*cli.Command{consistency},
 		OnUsageError:           onUsage,
@@ -391,18 +402,23 @@ func emit(cmd *cli.Command, v *verify.Verdict) error {
 	if f := v.Failure(); f != nil {
 		err = fmt.Errorf("%w: %s: %s", ErrInvalid, f.Name, f.Detail)
 	}
-	return &ExitError{Code: ExitInvalid, Err: err}
+	return &ExitError{Code: ExitInvalid, Err: err, JSON: flagBool(cmd, "json")}
 }
 
 // emitUnusable reports unusable input; with --json it also writes
-// {"error": ..., "unusable": true} so that a script reading stdout sees it.
+// {"error": ..., "exit_code": 1, "kind": "error", "unusable": true}, the
+// error object every custody command prints, so that a script reading
+// stdout sees it.
 func emitUnusable(cmd *cli.Command, err error) error {
 	if flagBool(cmd, "json") {
 		out, _ := json.Marshal(struct {
 			Error    string `json:"error"`
+			ExitCode int    `json:"exit_code"`
+			Kind     string `json:"kind"`
 			Unusable bool   `json:"unusable"`
-		}{err.Error(), true})
+		}{err.Error(), ExitUnusable, exitcode.Kind(ExitUnusable), true})
 		stdout(cmd).Write(append(out, '\n'))
+		return &ExitError{Code: ExitUnusable, Err: err, JSON: true}
 	}
 	return unusable(err)
 }

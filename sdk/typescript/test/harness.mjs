@@ -46,7 +46,7 @@ export class Ledger {
     const dir = mkdtempSync(join(tmpdir(), "custody-ts-"));
     const args = ["init", "--dir", join(dir, "data"), "--origin", origin, "--json"];
     if (adminKeyFile) args.push("--admin-key", adminKeyFile);
-    if (logKeyFile) args.push("--log-key", logKeyFile);
+    if (logKeyFile) args.push("--log-private-key", logKeyFile);
     const info = JSON.parse(run(args));
     const l = new Ledger(dir, info);
     if (serve) await l.serve();

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/internal/verifycli"
+)
+
+// One flag name has one meaning in every command:
+//
+//	--log-key   the log's public checkpoint verifier key: the key string
+//	            (<origin>+<hash>+<key>) or a file holding it or the key set
+//	--key       a private key file that signs
+//	--target    a target identifier (airline_portal/account_123)
+//	--grant     the id of a CONFIRM or DELEGATE
+//
+// Private keys other than the signer's have names of their own
+// (--admin-key, --log-private-key, --new-key, --tls-key). TestFlagMeanings
+// holds every command to this.
+
+// renamedFlag is a flag spelling that changed meaning: the old spelling
+// keeps working for one release as a hidden alias of the new one, with a
+// warning on standard error.
+type renamedFlag struct {
+	command string // the command's full path, like "custody init"
+	old     string // the old spelling
+	new     string // the flag it now is
+}
+
+// renamedFlags are the spellings kept for one release.
+var renamedFlags = []renamedFlag{
+	{"custody init", "log-key", "log-private-key"},
+	{"custody checkpoint", "key", "verifier-key"},
+	{"custody revoke", "target", "grant"},
+}
+
+// addRenamedFlags gives cmd (at path) the hidden old spellings of its
+// renamed flags, and a Before that warns about a typed old spelling and
+// moves its value to the new flag.
+func addRenamedFlags(cmd *cli.Command, path string) {
+	var mine []renamedFlag
+	for _, r := range renamedFlags {
+		if r.command == path {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	for _, r := range mine {
+		var newFlag cli.Flag
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				if n == r.new {
+					newFlag = f
+				}
+			}
+		}
+		usage := fmt.Sprintf("deprecated: use --%s", r.new)
+		switch newFlag.(type) {
+		case *cli.BoolFlag:
+			cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: r.old, Hidden: true, Usage: usage})
+		case *cli.StringFlag:
+			cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: r.old, Hidden: true, Usage: usage})
+		default:
+			panic(fmt.Sprintf("%s: renamed flag --%s is not a string or boolean flag", path, r.new))
+		}
+	}
+	before := cmd.Before
+	cmd.Before = func(ctx context.Context, c *cli.Command) (context.Context, error) {
+		for _, r := range mine {
+			if !c.IsSet(r.old) {
+				continue
+			}
+			if c.IsSet(r.new) {
+				return ctx, usage(c, "--%s and --%s are the same flag (--%s is its old spelling): give --%s", r.old, r.new, r.old, r.new)
+			}
+			fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %s --%s is deprecated and goes in the next release: use --%s\n", strings.TrimPrefix(path, "custody "), r.old, r.new)
+			v := c.String(r.old)
+			if _, ok := lookupFlag(c, r.old).(*cli.BoolFlag); ok {
+				v = fmt.Sprint(c.Bool(r.old))
+			}
+			if err := c.Set(r.new, v); err != nil {
+				return ctx, usage(c, "--%s: %v", r.old, err)
+			}
+		}
+		if before != nil {
+			return before(ctx, c)
+		}
+		return ctx, nil
+	}
+}
+
+// lookupFlag returns c's flag called name, or nil.
+func lookupFlag(c *cli.Command, name string) cli.Flag {
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// optionalLogKey reads --log-key or $CUSTODY_LOG_KEY, when given, as every
+// command reads it: the verifier key string, or a file holding it or the
+// log's key set. "" when neither is given.
+func optionalLogKey(c *cli.Command) (string, error) {
+	arg, from := logKeyArg(c)
+	if strings.TrimSpace(arg) == "" {
+		return "", nil
+	}
+	k, err := verifycli.ReadKeySet(arg)
+	if err != nil {
+		return "", fmt.Errorf("%s %w", from, err)
+	}
+	return k, nil
+}
