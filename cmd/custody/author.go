@@ -14,6 +14,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -362,6 +363,7 @@ func grantFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "limit", Usage: "a limit, key=N, like budget_usd=800 (repeat)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "how long the grant lasts, like 15m", Required: true},
 		&cli.BoolFlag{Name: "revocable", Value: true, Usage: "whether the grant's issuer may revoke it (default: true; --revocable=false: only the admin can)"},
+		&cli.StringFlag{Name: "approvals", Usage: "a JSON file holding the grant's approval rules: an array of {rule_id, capabilities, targets?, step_ids?, above?, approvers, quorum, ttl_seconds} (README: Require a person's approval)"},
 	}
 }
 
@@ -386,6 +388,15 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 	g.Scope.Capabilities = canonicalSet(c.StringSlice("capability"))
 	g.Scope.Principals = optionalSet(c.StringSlice("principal"))
 	g.Revocable = c.Bool("revocable")
+	if file := c.String("approvals"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return g, fmt.Errorf("--approvals: %w", err)
+		}
+		if g.Approvals, err = scope.ParseRules(data); err != nil {
+			return g, fmt.Errorf("--approvals %s: %w", file, err)
+		}
+	}
 	return g, nil
 }
 
@@ -398,7 +409,7 @@ func confirmCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "confirm",
 		Usage:     "grant an agent bounded authority (as a principal)",
-		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--risk low|medium|high] [--json]",
+		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--approvals FILE] [--risk low|medium|high] [--json]",
 		Description: `Appends a CONFIRM: the principal who owns K grants the agent NAME (key PUB)
 authority in workflow WF over the given targets and capabilities, optionally
 only for some steps, within the limits, for ttl. The first CONFIRM of a
@@ -445,7 +456,7 @@ func delegateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "delegate",
 		Usage:     "hand a sub-agent a strictly narrower part of a grant (as its grantee)",
-		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--json]",
+		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--approvals FILE] [--json]",
 		Description: `Appends a DELEGATE: the grantee of the parent grant hands the agent NAME a
 part of it. The ledger requires a proper attenuation: every pattern covered
 by the parent's, every parent limit kept and not raised, no later expiry,
