@@ -165,16 +165,16 @@ func (s *Stream) Close() {
 // nil, is called after each successful connection. It returns ctx's error,
 // or nil when fn stopped it.
 func (c *Client) Watch(ctx context.Context, workflow string, after uint64, connected func(), fn func(*api.Entry) bool) error {
-	return c.watch(ctx, workflow, after, nil, connected, fn)
+	return c.watchEntries(ctx, workflow, after, nil, connected, fn)
 }
 
 // WatchStep is Watch for the runtime executing the step proof names: its
 // streams take the capacity the server keeps for steps being executed.
 func (c *Client) WatchStep(ctx context.Context, workflow string, after uint64, proof StepProof, connected func(), fn func(*api.Entry) bool) error {
-	return c.watch(ctx, workflow, after, &proof, connected, fn)
+	return c.watchEntries(ctx, workflow, after, &proof, connected, fn)
 }
 
-func (c *Client) watch(ctx context.Context, workflow string, after uint64, proof *StepProof, connected func(), fn func(*api.Entry) bool) error {
+func (c *Client) watchEntries(ctx context.Context, workflow string, after uint64, proof *StepProof, connected func(), fn func(*api.Entry) bool) error {
 	backoff := 50 * time.Millisecond
 	for {
 		s, err := c.events(ctx, workflow, after, proof)
