@@ -34,8 +34,9 @@
 //
 // The gate authorises calls; it cannot see what a server does with one.
 // A target derived from an argument (fs/{path}) is what the agent asked
-// for: a server that follows symbolic links, or reads a relative path
-// against its own folder, may touch something else. An upstream's sampling
+// for, unless the rule declares the argument a path the gate resolves
+// (realpath): then it is the file the path leads to when the gate looked,
+// and a link changed after that is not seen. An upstream's sampling
 // and elicitation requests go to the agent session with a tool call in
 // flight (or the only session); its roots requests are answered with no
 // roots.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/gate"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
@@ -152,3 +153,32 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncWriter) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestReadmeGateConfig: the README's gate configuration parses, and maps
+// every argument of the tools it names (the filesystem server's).
+func TestReadmeGateConfig(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "cat > gate.json <<'JSON'\n")
+	cfgText, _, ok2 := strings.Cut(rest, "\nJSON\n")
+	if !ok || !ok2 {
+		t.Fatal("README: no gate.json block")
+	}
+	cfg, err := gate.ParseConfig([]byte(cfgText))
+	if err != nil {
+		t.Fatalf("the README's gate.json: %v", err)
+	}
+	for tool, args := range map[string][]string{"write_file": {"path", "content"}, "edit_file": {"path", "edits", "dryRun"},
+		"move_file": {"source", "destination"}, "read_text_file": {"path", "head", "tail"}, "list_directory": {"path"}} {
+		for _, a := range args {
+			if r := cfg.Tools[tool]; r == nil || !r.Declared(a) {
+				t.Errorf("README gate.json: %s.%s is not declared", tool, a)
+			}
+		}
+	}
+	if !strings.Contains(string(data), `"--config", "/home/`) {
+		t.Error("README: the host configuration does not use absolute paths")
+	}
+}
