@@ -42,6 +42,9 @@ type Decision struct {
 	// Notes are facts replay and audit flag without denying, such as an
 	// outcome that consumed more than its pending receipt reserved.
 	Notes []string
+	// Hold is set when an accepted pending receipt is held for approval
+	// (DESIGN §7): its deadline and matched rules.
+	Hold *HoldInfo
 }
 
 // Err returns the decision as an error (nil when accepted).
@@ -363,7 +366,7 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 		return deny(d, code, fmt.Sprintf("%s payload: %v", kind, err))
 	}
 	d.Statement = st
-	c := &check{e: e, d: &d, st: st, h: st.Head(), index: index, at: loggedAt, signer: signer, keyID: sub.Env.KeyID}
+	c := &check{e: e, d: &d, st: st, h: st.Head(), index: index, at: loggedAt, signer: signer, keyID: sub.Env.KeyID, payload: sub.Env.Payload}
 	if kind == statement.Genesis {
 		c.genesis(pub)
 	} else {
@@ -418,15 +421,16 @@ func genesisAdminKey(env *sign.Parsed) ed25519.PublicKey {
 
 // check carries one decision through the rules.
 type check struct {
-	e      *Engine
-	d      *Decision
-	st     statement.Statement
-	h      *statement.Header
-	meta   *Meta
-	index  uint64
-	at     time.Time
-	signer *KeyRec
-	keyID  string
+	e       *Engine
+	d       *Decision
+	st      statement.Statement
+	h       *statement.Header
+	meta    *Meta
+	index   uint64
+	at      time.Time
+	signer  *KeyRec
+	keyID   string
+	payload []byte // the envelope's payload bytes
 }
 
 func (c *check) failed() bool { return c.d.Verdict == Denied }
@@ -465,13 +469,21 @@ func (c *check) common() {
 	}
 	want := c.signer.LastSeq + 1
 	// In a partial view the key's other statements may lie elsewhere.
-	gapOK := h.Type == statement.Stop || h.Type == statement.Revoke || c.e.partial
+	jump := h.Type == statement.Stop || h.Type == statement.Revoke || h.Type == statement.Approval
+	gapOK := jump || c.e.partial
 	if (gapOK && h.Seq < want) || (!gapOK && h.Seq != want) {
 		rule := "exactly"
 		if gapOK {
 			rule = "at least"
 		}
 		c.deny(SeqMismatch, "seq %d for key %s must be %s %d", h.Seq, short(c.keyID), rule, want)
+		return
+	}
+	// STOP, REVOKE and APPROVAL may skip seqs, but only so far: a jump to
+	// 2^53 must not disable the key (DESIGN §4). A partial view cannot
+	// tell, since the key's other statements may lie elsewhere.
+	if jump && !c.e.partial && h.Seq-c.signer.LastSeq > MaxSeqJump {
+		c.deny(SeqMismatch, "seq %d for key %s jumps %d past the last (%d); a %s may skip at most %d", h.Seq, short(c.keyID), h.Seq-c.signer.LastSeq, c.signer.LastSeq, h.Type, MaxSeqJump)
 		return
 	}
 	ts, _ := statement.ParseTimestamp(h.Timestamp)
@@ -504,6 +516,8 @@ func (c *check) byKind() {
 		c.stop(s)
 	case *statement.ResumeDoc:
 		c.resume(s)
+	case *statement.ApprovalDoc:
+		c.approval(s)
 	case *statement.DenialDoc:
 		c.deny(NotAuthorized, "DENIAL entries are written by the ledger itself, not submitted")
 	}
@@ -516,6 +530,10 @@ func short(keyID string) string {
 	}
 	return keyID
 }
+
+// MaxSeqJump is how far past the key's last seq a STOP, REVOKE or
+// APPROVAL may go (DESIGN §4).
+const MaxSeqJump = 65536
 
 // DenialIDPrefix starts the id of every DENIAL; other statements may not
 // use it, so the log can always name its DENIALs.

@@ -150,6 +150,7 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 			n = nil
 		}
 		c.bindPrincipal(kid, p, n)
+		c.e.Key(kid).BoundAt = c.index // the record bindPrincipal just put
 	case statement.OpRetire:
 		if existing == nil || existing.Role != RolePrincipal {
 			c.deny(NotPrincipal, "key %s is not an enrolled principal", short(kid))
@@ -209,7 +210,7 @@ func (c *check) grantee(g *statement.Grant) string {
 // descriptor derives a grant's descriptor and checks its scope_hash.
 func (c *check) descriptor(g *statement.Grant) scope.Descriptor {
 	ts, _ := statement.ParseTimestamp(c.h.Timestamp)
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
+	d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, ts, g.TTLSeconds)
 	if err != nil {
 		c.deny(NonCanonical, "scope: %v", err)
 		return d
@@ -257,7 +258,12 @@ func (c *check) confirm(s *statement.ConfirmDoc) {
 		c.deny(scopeCode(err), "%s", err.(*scope.Error).Msg)
 		return
 	}
+	c.checkRules(s.Approvals, s.Limits, nil, c.signer.Name)
+	if c.failed() {
+		return
+	}
 	c.accept()
+	c.e.noteApprovers(wfID, s.Approvals)
 	if wf == nil {
 		wf = &WorkflowRec{Owner: c.keyID, Last: c.index} // Link starts its chain here
 		put(c.e.st, prefWF+wfID, wf)
@@ -453,7 +459,16 @@ func (c *check) delegate(s *statement.DelegateDoc) {
 		c.deny(scopeCode(err), "%s", scopeMsg(err))
 		return
 	}
+	ownerName := ""
+	if o := c.e.Key(parent.RootKey); o != nil {
+		ownerName = o.Name
+	}
+	c.checkRules(s.Approvals, s.Limits, chain, ownerName)
+	if c.failed() {
+		return
+	}
 	c.accept()
+	c.e.noteApprovers(parent.Workflow, s.Approvals)
 	c.e.addGrant(&GrantRec{ID: s.DelegationID, Kind: string(statement.Delegate), Index: c.index, Workflow: parent.Workflow,
 		Parent: parent.ID, Depth: depth, IssuerKey: c.keyID, GranteeKey: gk, GranteeName: s.Grantee.Name,
 		RootKey: parent.RootKey, Descriptor: d, Revocable: s.Revocable, ScopeHash: s.ScopeHash}, s.Grantee.PublicKey)
@@ -575,9 +590,16 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 			return
 		}
 	}
+	// Reservations of held receipts that have since been rejected, expired
+	// or closed are given back at that point in the log (DESIGN §7): they
+	// no longer count, whether or not a decision has written that yet.
+	rel := c.e.releasable(chain, c.at)
 	for _, cg := range chain {
 		for _, k := range sortedKeys(cg.Descriptor.Limits) {
 			limit, spent, want := cg.Descriptor.Limits[k], cg.Spent[k], r.Reserve[k]
+			if rel != nil {
+				spent -= releasedOn(cg, rel, k)
+			}
 			total, ok := addChecked(spent, want)
 			if !ok || total > limit {
 				c.deny(LimitExceeded, "reserving %d %s would bring %s to %d of its %d (%d already charged)", want, k, cg.ID, total, limit, spent)
@@ -585,7 +607,23 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 			}
 		}
 	}
+	// Step 9: approval rules.
+	hold := matchRules(chain, r)
+	if len(hold) > 0 {
+		for _, cg := range chain {
+			if len(cg.Descriptor.Limits) > 0 && len(cg.OnHold)-countListed(cg, rel) >= MaxOnHold {
+				c.deny(LimitExceeded, "grant %s already has %d receipts held for approval, the most it may have at once; a held receipt must be approved, rejected or expire first", cg.ID, MaxOnHold)
+				return
+			}
+		}
+	}
 	c.accept()
+	for id := range rel {
+		c.e.giveBack(c.e.Pending(id))
+	}
+	if rel != nil {
+		chain = c.e.chain(c.e.Grant(g.ID)) // giveBack rewrote them
+	}
 	for _, cg := range chain {
 		if len(cg.Descriptor.Limits) == 0 {
 			continue
@@ -598,10 +636,32 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 		for k := range cg.Descriptor.Limits {
 			ng.Spent[k], _ = addChecked(ng.Spent[k], r.Reserve[k])
 		}
+		if len(hold) > 0 {
+			ng.OnHold = append(slices.Clone(cg.OnHold), r.ReceiptID)
+		}
 		put(c.e.st, prefGrant+ng.ID, &ng)
 	}
-	put(c.e.st, prefPend+r.ReceiptID, &PendingRec{ID: r.ReceiptID, Index: c.index, SignerKey: c.keyID,
-		Workflow: r.Workflow, Grant: g.ID, Step: r.StepID, Action: r.Action, Target: r.Target, Reserve: maps.Clone(r.Reserve)})
+	p := &PendingRec{ID: r.ReceiptID, Index: c.index, SignerKey: c.keyID,
+		Workflow: r.Workflow, Grant: g.ID, Step: r.StepID, Action: r.Action, Target: r.Target, Reserve: maps.Clone(r.Reserve)}
+	if len(hold) > 0 {
+		deadline, byGrant := c.e.holdDeadline(chain, hold, c.at)
+		p.Hold = &HoldRec{SHA256: payloadSHA256(c.payload), LoggedAt: statement.FormatLoggedAt(c.at), TrustHead: c.meta.TrustHead,
+			Deadline: statement.FormatLoggedAt(deadline), ByGrant: byGrant, Rules: hold}
+		c.e.listHold(p)
+		c.d.Hold = &HoldInfo{ExpiresAt: deadline, Rules: hold}
+	}
+	put(c.e.st, prefPend+r.ReceiptID, p)
+}
+
+// countListed counts the receipts on g's hold list that rel releases.
+func countListed(g *GrantRec, rel map[string]*PendingRec) int {
+	n := 0
+	for _, id := range g.OnHold {
+		if _, ok := rel[id]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // addChecked adds two non-negative amounts, reporting overflow; on overflow
@@ -656,13 +716,43 @@ func (c *check) outcome(r *statement.ReceiptDoc) {
 			return
 		}
 	}
+	// A held receipt: was it approved when its outcome was logged? Its
+	// reservation may have been given back (rejected, expired, closed):
+	// then the outcome charges what it consumed in full (DESIGN §7).
+	charged := p.Reserve
+	if p.Hold != nil {
+		state, why := c.e.HoldState(p, c.at)
+		if state != HoldApproved && !(r.Result == statement.ResultFailure && len(r.Consumed) == 0 && len(r.SideEffects) == 0) {
+			c.d.Notes = append(c.d.Notes, fmt.Sprintf("violation: outcome %s (%s) of held receipt %s, which was %s when it was logged (%s)", r.ReceiptID, r.Result, p.ID, state, whyOr(why, "no approval yet")))
+		}
+		if c.e.released(p, c.at) {
+			charged = nil
+		}
+	}
+	for _, nr := range rulesInForce(chain) {
+		if !nr.Rule.Matches(r.Action, r.Target, r.StepID, nil) || len(nr.Rule.Above) == 0 || p.Hold != nil && heldUnder(p.Hold, nr) {
+			continue
+		}
+		for _, k := range sortedKeys(nr.Rule.Above) {
+			if r.Consumed[k] > nr.Rule.Above[k] {
+				c.d.Notes = append(c.d.Notes, fmt.Sprintf("violation: outcome %s consumed %d %s, above the %d of approval rule %q of %s, which %s did not reserve enough to meet", r.ReceiptID, r.Consumed[k], k, nr.Rule.Above[k], nr.Rule.RuleID, nr.Grant, p.ID))
+				break
+			}
+		}
+	}
 	c.accept()
-	np := *p
+	if p.Hold != nil && charged == nil && !p.Hold.Released {
+		c.e.giveBack(p)
+		chain = c.e.chain(c.e.Grant(g.ID))
+	}
+	np := *c.e.Pending(p.ID)
 	np.Outcome = r.ReceiptID
 	for _, k := range sortedKeys(r.Consumed) {
-		if over := r.Consumed[k] - p.Reserve[k]; over > 0 {
+		if r.Consumed[k] > p.Reserve[k] {
 			np.Overrun = true
 			c.d.Notes = append(c.d.Notes, fmt.Sprintf("consumed %d %s, above the %d reserved by %s", r.Consumed[k], k, p.Reserve[k], p.ID))
+		}
+		if over := r.Consumed[k] - charged[k]; over > 0 {
 			for _, cg := range chain {
 				if _, has := cg.Descriptor.Limits[k]; !has {
 					continue
@@ -725,6 +815,7 @@ func (c *check) stop(s *statement.StopDoc) {
 		nw.StepStops++
 		put(c.e.st, prefWF+s.Workflow, &nw)
 	}
+	c.e.markStop(s.Workflow, step, s.RequestID, c.index, c.at)
 }
 
 // isLive reports, without denying, whether a grant's chain is live now.
@@ -802,4 +893,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func whyOr(why, dflt string) string {
+	if why == "" {
+		return dflt
+	}
+	return why
+}
+
+// heldUnder reports whether a held receipt matched the named rule.
+func heldUnder(h *HoldRec, nr NamedRule) bool {
+	for _, hr := range h.Rules {
+		if hr.Grant == nr.Grant && hr.RuleID == nr.Rule.RuleID {
+			return true
+		}
+	}
+	return false
 }

@@ -38,8 +38,10 @@ type scenarioStep struct {
 	Spent  map[string]map[string]int64 `json:"spent"`  // grant id -> charged amounts after the step
 }
 
-func loadScenario(t *testing.T) []scenarioStep {
-	raw, err := os.ReadFile("../testdata/authority/scenarios.json")
+func loadScenario(t *testing.T) []scenarioStep { return loadScenarioFile(t, "scenarios.json") }
+
+func loadScenarioFile(t *testing.T, name string) []scenarioStep {
+	raw, err := os.ReadFile("../testdata/authority/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +60,9 @@ func loadScenario(t *testing.T) []scenarioStep {
 
 func verdictString(d authority.Decision) string {
 	if d.Verdict == authority.Accepted {
+		if d.Hold != nil {
+			return "held"
+		}
 		return "accepted"
 	}
 	return d.Verdict.String() + "/" + string(d.Code)

@@ -59,6 +59,9 @@ type KeyRec struct {
 	Name      string `json:"name"`
 	PublicKey string `json:"public_key"` // base64 raw (an Ed25519 key) or SPKI DER (a passkey)
 	LastSeq   uint64 `json:"last_seq"`
+	// BoundAt is the index of the leaf that bound the key: an approver
+	// enrolled after a receipt's trust_head does not count (DESIGN §7).
+	BoundAt   uint64 `json:"bound_at,omitempty"`
 	Retired   bool   `json:"retired,omitempty"`    // principals, and DENIAL keys rotated out
 	RetiredAt string `json:"retired_at,omitempty"` // logged_at of the retirement
 	// A passkey (DESIGN §1): its key type, relying party, origins and the
@@ -123,6 +126,10 @@ type GrantRec struct {
 	NewerHeld string `json:"newer_held,omitempty"`
 	OlderHeld string `json:"older_held,omitempty"`
 	OffHeld   bool   `json:"off_held,omitempty"`
+	// OnHold lists the receipts held for approval under this grant or
+	// below it whose reservations it still counts (grants with limits
+	// only; at most MaxOnHold).
+	OnHold []string `json:"on_hold,omitempty"`
 }
 
 // expires is the grant's expiry instant.
@@ -140,6 +147,10 @@ type WorkflowRec struct {
 	// StepStops counts the step STOPs in force, so that a receipt in a
 	// workflow with none reads no step list.
 	StepStops int64 `json:"step_stops,omitempty"`
+	// LastStop is the index of the latest STOP accepted in the workflow,
+	// lifted or not, so that a held receipt newer than it reads no STOP
+	// marks (StopMarkRec).
+	LastStop uint64 `json:"last_stop,omitempty"`
 }
 
 // StopRec is an accepted STOP.
@@ -187,6 +198,8 @@ type PendingRec struct {
 	Reserve   map[string]int64 `json:"reserve,omitempty"`
 	Outcome   string           `json:"outcome,omitempty"` // receipt_id of the outcome once closed
 	Overrun   bool             `json:"overrun,omitempty"` // consumed above reserve
+	// Hold is set when an approval rule held the receipt (DESIGN §7).
+	Hold *HoldRec `json:"hold,omitempty"`
 }
 
 // KeyWorkflowRec is what one key holds or issued in one workflow.
@@ -241,7 +254,7 @@ const (
 	prefStopBy = "stopby/"
 	keyFormat  = "format"
 	prefHint   = "hint/"
-	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/"
+	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/ wfappr/ holdlist stopmark/"
 )
 
 // stopListKey is the record key of the STOPs in force on a workflow's

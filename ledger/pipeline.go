@@ -790,8 +790,12 @@ func (l *Ledger) commitJob(j *job) {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell
 			// the submitters where to go.
-			l.stepDown("fenced")
+			l.fencedCommit(err)
+			l.stepDown("fenced commit", true)
 			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
+		} else if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+			// The lease was lost while the batch was being committed.
+			err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease during the commit"), err)
 		}
 		// The sequencer learns of the failure before any submitter does:
 		// a submitter that retries at once must find the state recovered,
@@ -888,7 +892,9 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 // only if the store holds its leaves.
 func (l *Ledger) commit(j *job) error {
 	start := time.Now()
-	err := l.store.Commit(context.Background(), j.batch)
+	ctx, cancel := l.commitContext()
+	err := l.store.Commit(ctx, j.batch)
+	cancel()
 	if errors.Is(err, storage.ErrCommitUnknown) {
 		err = l.resolveUnknown(j, err)
 	}
@@ -906,6 +912,12 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
+		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+			// This server lost the lease: the next leader reads the
+			// outcome from the store, and answers a resent submission
+			// with its decision; the submitters need not wait here.
+			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
+		}
 		ok, err := l.settleAndCheck(b)
 		if err == nil {
 			if ok {

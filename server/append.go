@@ -69,6 +69,31 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	s.answerAppend(w, r, start, res, err)
 }
 
+// storeTrouble reports whether err is the store failing in a way that
+// is not custody's own bug: the database away or refusing for want of
+// resources, a lease that moved on, a commit of unknown outcome, or any
+// PostgreSQL error outside the classes custody's own mistakes fall in
+// (22 data exception, 23 integrity constraint, 42 syntax or access rule,
+// 0A feature not supported). Nothing was acknowledged, and sending the
+// same bytes again is safe, so it is answered 503 with Retry-After.
+func storeTrouble(err error) bool {
+	if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown) {
+		return true
+	}
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		switch c := se.SQLState(); {
+		case len(c) < 2:
+			return true
+		case c[:2] == "22", c[:2] == "23", c[:2] == "42", c[:2] == "0A":
+			return false
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // answerAppend writes the answer to one submission, given the ledger's
 // result: the decision, a refusal, or why nothing was acknowledged.
 func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time.Time, res *ledger.Result, err error) {
@@ -101,7 +126,7 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		writeJSON(w, http.StatusServiceUnavailable, api.Error{ReasonCode: api.CodeNotLeader,
 			Reason: "nothing was acknowledged: " + err.Error(), Leader: leader})
 		return
-	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown):
+	case storeTrouble(err):
 		// The database is away, or another server took over: fail closed.
 		// Sending the same bytes again is safe (they are deduplicated).
 		s.m.appends.WithLabelValues("unavailable").Inc()

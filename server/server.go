@@ -39,6 +39,7 @@ import (
 
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/storage"
 	"github.com/custodylog/custody/witness"
 	"github.com/custodylog/custody/witness/cosign"
 )
@@ -376,6 +377,15 @@ func (s *Server) readError(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away (or the server is stopping) before the
 		// read ended: not the server's failure, and nobody reads the answer.
 		s.unavailable(w, api.CodeUnavailable, "the request ended before the read: "+err.Error())
+		return
+	}
+	if errors.Is(err, storage.ErrDiskFull) {
+		s.unavailable(w, api.CodeDiskFull, err.Error())
+		return
+	}
+	if storeTrouble(err) {
+		s.log.Warn("read failed: the store", "path", r.URL.Path, "err", err)
+		s.unavailable(w, api.CodeUnavailable, err.Error())
 		return
 	}
 	s.log.Error("read failed", "path", r.URL.Path, "err", err)

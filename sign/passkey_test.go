@@ -37,7 +37,7 @@ type passkeyVectors struct {
 	} `json:"refused"`
 }
 
-func readPasskeyVectors(t *testing.T) *passkeyVectors {
+func readPasskeyVectors(t testing.TB) *passkeyVectors {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/passkey.json")
 	if err != nil {
@@ -316,4 +316,58 @@ func TestPasskeyEnrollment(t *testing.T) {
 	if _, err := sign.ParsePasskeyKey(sign.KeyTypeWebAuthnES256, base64.StdEncoding.EncodeToString(comp)); err == nil {
 		t.Error("a compressed-point SPKI accepted")
 	}
+}
+
+// FuzzPasskeySig feeds the passkey signature parser and check arbitrary
+// bytes, both as a whole sig and as the three members of an assertion
+// object: it must never panic, must fail only with a *sign.Error of the
+// envelope or signature code, and can accept only the vectors' own
+// signatures (nothing else is signed by their key).
+func FuzzPasskeySig(f *testing.F) {
+	v := readPasskeyVectors(f)
+	e := v.Enrollment
+	k, err := sign.NewPasskey(e.KeyType, e.PublicKey, e.RPID, e.Origins)
+	if err != nil {
+		f.Fatal(err)
+	}
+	payload, _ := base64.StdEncoding.DecodeString(v.Valid.Payload)
+	pt := v.Valid.PayloadType
+	envs := []sign.Envelope{v.Valid, v.ValidTwin.Envelope}
+	for _, r := range v.Refused {
+		envs = append(envs, r.Envelope)
+	}
+	for _, env := range envs {
+		sig, _ := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+		var m map[string]string
+		json.Unmarshal(sig, &m)
+		ad, _ := base64.RawURLEncoding.DecodeString(m["authenticator_data"])
+		cd, _ := base64.RawURLEncoding.DecodeString(m["client_data_json"])
+		s, _ := base64.RawURLEncoding.DecodeString(m["signature"])
+		f.Add(sig, ad, cd, s)
+	}
+	good := map[string]bool{}
+	for _, env := range envs[:2] {
+		sig, _ := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+		good[string(sig)] = true
+	}
+	check := func(t *testing.T, sig []byte) {
+		err := sign.VerifyPasskey(k, e.KeyID, pt, payload, sig)
+		if err == nil {
+			if !good[string(sig)] {
+				t.Fatalf("accepted a sig the vectors do not hold: %q", sig)
+			}
+			return
+		}
+		var se *sign.Error
+		if !errors.As(err, &se) || (se.Code != sign.CodeEnvelope && se.Code != sign.CodeSignature) {
+			t.Fatalf("error %v is not an envelope or signature *sign.Error", err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, sig, ad, cd, s []byte) {
+		check(t, sig)
+		obj := `{"authenticator_data":"` + base64.RawURLEncoding.EncodeToString(ad) +
+			`","client_data_json":"` + base64.RawURLEncoding.EncodeToString(cd) +
+			`","signature":"` + base64.RawURLEncoding.EncodeToString(s) + `"}`
+		check(t, []byte(obj))
+	})
 }

@@ -17,7 +17,7 @@ type Header struct {
 // Head returns the common fields; it lets every kind satisfy Statement.
 func (h *Header) Head() *Header { return h }
 
-// Statement is any of the nine kinds.
+// Statement is any of the ten kinds.
 type Statement interface {
 	Head() *Header
 	// ID is the statement's id field (genesis_id, confirm_id, ...).
@@ -129,6 +129,9 @@ type Grant struct {
 	TTLSeconds int64            `json:"ttl_seconds"`
 	Revocable  bool             `json:"revocable"`
 	ScopeHash  string           `json:"scope_hash"`
+	// Approvals are the grant's approval rules (DESIGN §7), sorted by
+	// rule_id; nil for none.
+	Approvals []scope.Rule `json:"approvals,omitempty"`
 }
 
 // Risk levels of a CONFIRM.
@@ -172,20 +175,25 @@ const (
 // the record of what happened (any other result).
 type ReceiptDoc struct {
 	Header
-	ReceiptID        string            `json:"receipt_id"`
-	Workflow         string            `json:"workflow_id"`
-	StepID           string            `json:"step_id"`
-	Action           string            `json:"action"`
-	Target           string            `json:"target"`
-	AuthorizationRef string            `json:"authorization_ref"`
-	Result           string            `json:"result"`
-	ScopeHash        string            `json:"scope_hash"`
-	Reserve          map[string]int64  `json:"reserve,omitempty"`     // pending only
-	Consumed         map[string]int64  `json:"consumed,omitempty"`    // outcome only
-	PendingRef       string            `json:"pending_ref,omitempty"` // outcome only
-	SideEffects      map[string]string `json:"side_effects,omitempty"`
-	EvidenceRefs     []string          `json:"evidence_refs,omitempty"`
-	Error            string            `json:"error,omitempty"` // outcome only
+	ReceiptID        string           `json:"receipt_id"`
+	Workflow         string           `json:"workflow_id"`
+	StepID           string           `json:"step_id"`
+	Action           string           `json:"action"`
+	Target           string           `json:"target"`
+	AuthorizationRef string           `json:"authorization_ref"`
+	Result           string           `json:"result"`
+	ScopeHash        string           `json:"scope_hash"`
+	Reserve          map[string]int64 `json:"reserve,omitempty"` // pending only
+	// ParamsSHA256 is the lowercase hex SHA-256 of the JCS of the exact
+	// call a pending receipt gates (a tool call's arguments), shown to
+	// approvers and recomputed by the runtime before it runs an approved
+	// step (DESIGN §2, §7). Pending only, optional.
+	ParamsSHA256 string            `json:"params_sha256,omitempty"`
+	Consumed     map[string]int64  `json:"consumed,omitempty"`    // outcome only
+	PendingRef   string            `json:"pending_ref,omitempty"` // outcome only
+	SideEffects  map[string]string `json:"side_effects,omitempty"`
+	EvidenceRefs []string          `json:"evidence_refs,omitempty"`
+	Error        string            `json:"error,omitempty"` // outcome only
 }
 
 // IsPending reports whether the receipt is the gate before a step.
@@ -221,6 +229,25 @@ type ResumeDoc struct {
 	StopRef  string `json:"stop_ref"`
 }
 
+// Approval decisions.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
+
+// ApprovalDoc is a principal's yes or no to one held pending RECEIPT
+// (DESIGN §2, §7): it names the receipt and the SHA-256 of that receipt's
+// payload bytes, so it answers those exact bytes and nothing else.
+type ApprovalDoc struct {
+	Header
+	ApprovalID    string `json:"approval_id"`
+	Workflow      string `json:"workflow_id"`
+	ReceiptRef    string `json:"receipt_ref"`
+	ReceiptSHA256 string `json:"receipt_sha256"`
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason,omitempty"`
+}
+
 // DenialDoc records a blocked submission; the log key signs it.
 type DenialDoc struct {
 	Header
@@ -248,6 +275,7 @@ func (d *ReceiptDoc) ID() string   { return d.ReceiptID }
 func (d *StopDoc) ID() string      { return d.RequestID }
 func (d *ResumeDoc) ID() string    { return d.ResumeID }
 func (d *DenialDoc) ID() string    { return d.DenialID }
+func (d *ApprovalDoc) ID() string  { return d.ApprovalID }
 
 func (d *GenesisDoc) WorkflowID() string   { return "" }
 func (d *PrincipalDoc) WorkflowID() string { return "" }
@@ -258,6 +286,7 @@ func (d *ReceiptDoc) WorkflowID() string   { return d.Workflow }
 func (d *StopDoc) WorkflowID() string      { return d.Workflow }
 func (d *ResumeDoc) WorkflowID() string    { return d.Workflow }
 func (d *DenialDoc) WorkflowID() string    { return d.Workflow }
+func (d *ApprovalDoc) WorkflowID() string  { return d.Workflow }
 
 // New returns an empty statement of kind k, ready to be decoded into.
 func New(k Kind) Statement {
@@ -278,6 +307,8 @@ func New(k Kind) Statement {
 		return &StopDoc{}
 	case Resume:
 		return &ResumeDoc{}
+	case Approval:
+		return &ApprovalDoc{}
 	case Denial:
 		return &DenialDoc{}
 	}

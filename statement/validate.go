@@ -172,7 +172,11 @@ func (c *v) grant(g *Grant) {
 	if c.err == nil {
 		// The scope's grammar and canonical sets (DESIGN §3) are checked
 		// on its descriptor; the instant used here does not matter.
-		d, err := scope.Derive(g.Scope, g.Limits, time.Unix(0, 0).UTC(), g.TTLSeconds)
+		if g.Approvals != nil && len(g.Approvals) == 0 {
+			c.err = invalid("approvals", "an empty list; omit it instead")
+			return
+		}
+		d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, time.Unix(0, 0).UTC(), g.TTLSeconds)
 		if err == nil {
 			err = d.Validate()
 		}
@@ -188,7 +192,11 @@ func scopeError(err error) error {
 	if se, ok := err.(*scope.Error); ok && se.Code == scope.CodeNonCanonical {
 		code = canon.CodeNonCanonical
 	}
-	return &canon.Error{Path: "scope", Code: code, Msg: err.Error()}
+	path := "scope"
+	if se, ok := err.(*scope.Error); ok && (strings.HasPrefix(se.Msg, "approvals") || strings.HasPrefix(se.Msg, "rule ")) {
+		path = "approvals"
+	}
+	return &canon.Error{Path: path, Code: code, Msg: err.Error()}
 }
 
 func (d *GenesisDoc) validate() error {
@@ -311,11 +319,15 @@ func (d *ReceiptDoc) validate() error {
 	c.hash("scope_hash", d.ScopeHash)
 	if d.IsPending() {
 		c.limits("reserve", d.Reserve)
+		if d.ParamsSHA256 != "" {
+			c.hash("params_sha256", d.ParamsSHA256)
+		}
 		c.absent("consumed", d.Consumed != nil, "on a pending receipt")
 		c.absent("pending_ref", d.PendingRef != "", "on a pending receipt")
 		c.absent("error", d.Error != "", "on a pending receipt")
 	} else {
 		c.absent("reserve", d.Reserve != nil, "on an outcome receipt (reserve belongs to the pending one)")
+		c.absent("params_sha256", d.ParamsSHA256 != "", "on an outcome receipt (it belongs to the pending one)")
 		if c.err == nil && d.PendingRef == "" {
 			c.err = invalid("pending_ref", "an outcome receipt must name its pending receipt")
 		}
@@ -364,6 +376,17 @@ func (d *ResumeDoc) validate() error {
 	c.ident("resume_id", d.ResumeID)
 	c.ident("workflow_id", d.Workflow)
 	c.ident("stop_ref", d.StopRef)
+	return c.err
+}
+
+func (d *ApprovalDoc) validate() error {
+	c := &v{}
+	c.header(&d.Header)
+	c.ident("approval_id", d.ApprovalID)
+	c.ident("workflow_id", d.Workflow)
+	c.ident("receipt_ref", d.ReceiptRef)
+	c.hash("receipt_sha256", d.ReceiptSHA256)
+	c.oneOf("decision", d.Decision, DecisionApprove, DecisionReject)
 	return c.err
 }
 

@@ -194,7 +194,7 @@ Example:
 			if err != nil || ballast > 1<<40 {
 				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
 			}
-			lopts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
+			lopts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast), Logger: log}
 			if ballast == 0 {
 				lopts.BallastBytes = -1
 			}

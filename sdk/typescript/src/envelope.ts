@@ -14,7 +14,7 @@ import { keyId, PrivateKey, verifySignature } from "./keys.js";
 import { decodeBase64Strict, isLowerHex64, toBase64, utf8 } from "./encoding.js";
 
 /** The nine statement kinds, as a statement's `type` spells them. */
-export const KINDS = ["GENESIS", "PRINCIPAL", "CONFIRM", "DELEGATE", "REVOKE", "RECEIPT", "STOP", "RESUME", "DENIAL"] as const;
+export const KINDS = ["GENESIS", "PRINCIPAL", "CONFIRM", "DELEGATE", "REVOKE", "RECEIPT", "STOP", "RESUME", "APPROVAL", "DENIAL"] as const;
 export type Kind = (typeof KINDS)[number];
 
 /** payloadType is the DSSE payloadType of a kind: application/vnd.custody.<kind>.v1+json. */

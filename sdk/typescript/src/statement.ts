@@ -13,7 +13,7 @@ import { CustodyFormatError, CustodyKeyError } from "./errors.js";
 import { Envelope, envelopeText, Kind, KINDS, signEnvelope } from "./envelope.js";
 import { PrivateKey, parsePublicKey } from "./keys.js";
 import { parseVerifierKey } from "./note.js";
-import { checkIdentifier, checkLimits, deriveDescriptor, identifierProblem, parseTime, Scope, ScopeDescriptor, scopeHash } from "./scope.js";
+import { ApprovalRule, checkIdentifier, checkLimits, deriveDescriptor, identifierProblem, parseTime, Scope, ScopeDescriptor, scopeHash } from "./scope.js";
 import { isLowerHex64, utf8 } from "./encoding.js";
 
 /** Fields every statement carries. */
@@ -61,6 +61,8 @@ export interface GrantFields {
   ttl_seconds: number;
   revocable: boolean;
   scope_hash: string;
+  /** Approval rules (DESIGN §7), sorted by rule_id. */
+  approvals?: ApprovalRule[];
 }
 
 export interface Confirm extends Header, GrantFields {
@@ -98,6 +100,8 @@ export interface Receipt extends Header {
   scope_hash: string;
   /** Pending only. */
   reserve?: Record<string, number>;
+  /** Pending only: lowercase hex SHA-256 of the JCS of the exact call. */
+  params_sha256?: string;
   /** Outcome only. */
   consumed?: Record<string, number>;
   /** Outcome only: the pending receipt's id. */
@@ -126,6 +130,17 @@ export interface Resume extends Header {
   stop_ref: string;
 }
 
+export interface Approval extends Header {
+  type: "APPROVAL";
+  approval_id: string;
+  workflow_id: string;
+  receipt_ref: string;
+  /** Lowercase hex SHA-256 of the held receipt envelope's payload bytes. */
+  receipt_sha256: string;
+  decision: "approve" | "reject";
+  reason?: string;
+}
+
 export interface Denial extends Header {
   type: "DENIAL";
   denial_id: string;
@@ -141,12 +156,12 @@ export interface Denial extends Header {
   reason: string;
 }
 
-export type Statement = Genesis | Principal | Confirm | Delegate | Revoke | Receipt | Stop | Resume | Denial;
+export type Statement = Genesis | Principal | Confirm | Delegate | Revoke | Receipt | Stop | Resume | Approval | Denial;
 
 /** The id field of each kind. */
 export const ID_FIELD: Record<Kind, string> = {
   GENESIS: "genesis_id", PRINCIPAL: "principal_id", CONFIRM: "confirm_id", DELEGATE: "delegation_id",
-  REVOKE: "revoke_id", RECEIPT: "receipt_id", STOP: "request_id", RESUME: "resume_id", DENIAL: "denial_id",
+  REVOKE: "revoke_id", RECEIPT: "receipt_id", STOP: "request_id", RESUME: "resume_id", APPROVAL: "approval_id", DENIAL: "denial_id",
 };
 
 /** statementId is a statement's id (its kind's id field). */
@@ -169,7 +184,7 @@ export function workflowOf(st: Statement): string {
 }
 
 const HEADER = ["type", "timestamp", "log", "actor", "seq"];
-const GRANT = ["grantee", "scope", "limits", "ttl_seconds", "revocable", "scope_hash"];
+const GRANT = ["grantee", "scope", "limits", "ttl_seconds", "revocable", "scope_hash", "approvals"];
 const FIELDS: Record<Kind, string[]> = {
   GENESIS: [...HEADER, "genesis_id", "admin_key", "log_key", "max_depth", "clock_skew_seconds", "max_ttl_seconds"],
   PRINCIPAL: [...HEADER, "principal_id", "op", "name", "public_key"],
@@ -177,9 +192,10 @@ const FIELDS: Record<Kind, string[]> = {
   DELEGATE: [...HEADER, "delegation_id", "parent_ref", "parent_scope_hash", ...GRANT],
   REVOKE: [...HEADER, "revoke_id", "workflow_id", "target_ref", "reason"],
   RECEIPT: [...HEADER, "receipt_id", "workflow_id", "step_id", "action", "target", "authorization_ref", "result", "scope_hash",
-    "reserve", "consumed", "pending_ref", "side_effects", "evidence_refs", "error"],
+    "reserve", "params_sha256", "consumed", "pending_ref", "side_effects", "evidence_refs", "error"],
   STOP: [...HEADER, "request_id", "workflow_id", "stop_scope", "step_id", "takeover_mode", "takeover_to", "reason"],
   RESUME: [...HEADER, "resume_id", "workflow_id", "stop_ref"],
+  APPROVAL: [...HEADER, "approval_id", "workflow_id", "receipt_ref", "receipt_sha256", "decision", "reason"],
   DENIAL: [...HEADER, "denial_id", "envelope", "envelope_size", "envelope_sha256", "signer_keyid", "statement_type", "statement_id", "workflow_id", "reason_code", "reason"],
 };
 
@@ -268,12 +284,14 @@ function grant(o: Obj): void {
   // The scope's grammar and canonical sets are checked on its descriptor;
   // the instant used here does not matter. Its faults are non_canonical.
   try {
-    deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number);
+    deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number,
+      o.approvals as ApprovalRule[] | undefined);
   } catch (e) {
     // As in Go (statement.scopeError): the fault is the scope's, named by
     // the inner message; non_canonical stays, anything else is schema_invalid.
     if (e instanceof CustodyFormatError) {
-      throw new CustodyFormatError(e.code === "non_canonical" ? "non_canonical" : "schema_invalid", "scope", e.message);
+      const path = e.path.startsWith("approvals") ? "approvals" : "scope";
+      throw new CustodyFormatError(e.code === "non_canonical" ? "non_canonical" : "schema_invalid", path, e.message);
     }
     throw e;
   }
@@ -324,11 +342,13 @@ const RULES: Record<Kind, (o: Obj) => void> = {
     hash(o, "scope_hash");
     if (o.result === "pending") {
       limits(o, "reserve");
+      if (o.params_sha256 !== undefined) hash(o, "params_sha256");
       absent(o, "consumed", "on a pending receipt");
       absent(o, "pending_ref", "on a pending receipt");
       absent(o, "error", "on a pending receipt");
     } else {
       absent(o, "reserve", "on an outcome receipt (reserve belongs to the pending one)");
+      absent(o, "params_sha256", "on an outcome receipt (it belongs to the pending one)");
       if (o.pending_ref === undefined) invalid("pending_ref", "an outcome receipt must name its pending receipt");
       ident(o, "pending_ref");
       limits(o, "consumed");
@@ -370,6 +390,14 @@ const RULES: Record<Kind, (o: Obj) => void> = {
     ident(o, "resume_id");
     ident(o, "workflow_id");
     ident(o, "stop_ref");
+  },
+  APPROVAL(o) {
+    ident(o, "approval_id");
+    ident(o, "workflow_id");
+    ident(o, "receipt_ref");
+    hash(o, "receipt_sha256");
+    oneOf(o, "decision", ["approve", "reject"]);
+    if (o.reason !== undefined) text(o, "reason");
   },
   DENIAL(o) {
     ident(o, "denial_id");
@@ -431,7 +459,7 @@ export function seal<T extends Statement>(st: T): T {
 
 /** grantDescriptor derives a CONFIRM's or DELEGATE's scope descriptor. */
 export function grantDescriptor(g: Confirm | Delegate): ScopeDescriptor {
-  return deriveDescriptor(g.scope, g.limits, g.timestamp, g.ttl_seconds);
+  return deriveDescriptor(g.scope, g.limits, g.timestamp, g.ttl_seconds, g.approvals);
 }
 
 /** statementBytes is the canonical JSON of a valid statement: the payload that gets signed. */
