@@ -628,7 +628,8 @@ func (r *Runtime) Execute(ctx context.Context, step Step, fn func(ctx context.Co
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		r.c.Watch(wctx, step.Workflow, rec.Index, func() { once.Do(func() { close(connected) }) }, func(e *api.Entry) bool {
+		proof := r.c.NewStepProof(r.priv, step.Workflow, rec.Index)
+		r.c.WatchStep(wctx, step.Workflow, rec.Index, proof, func() { once.Do(func() { close(connected) }) }, func(e *api.Entry) bool {
 			if statement.Kind(e.Kind) != statement.Stop {
 				return true
 			}

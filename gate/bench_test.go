@@ -45,7 +45,7 @@ func benchGate(b *testing.B, conc int, mode string) {
 		})
 	}
 	url := serveUpstream(b, up)
-	cfg, err := gate.ParseConfig([]byte(`{"tools":{"write":{"capability":"fs.write","target":"fs/{path}"}},"passthrough":["echo"]}`))
+	cfg, err := gate.ParseConfig([]byte(`{"tools":{"write":{"capability":"fs.write","target":"fs/{path}","inert":["text"]}},"passthrough":["echo"]}`))
 	if err != nil {
 		b.Fatal(err)
 	}

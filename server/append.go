@@ -32,16 +32,15 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 
 	// Read the body first, under its own deadline and cap, so that a slow
 	// sender never holds a slot an honest append needs.
-	select {
-	case s.reading <- struct{}{}:
-	default:
+	doneReading, refused := s.takeReading(w, r)
+	if refused != "" {
 		s.m.appends.WithLabelValues("overloaded").Inc()
-		s.unavailable(w, api.CodeOverloaded, "too many appends being received; retry later")
+		s.unavailable(w, api.CodeOverloaded, refused)
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
-	<-s.reading
+	doneReading()
 	if err == nil {
 		// Never queue without bound: when the cap is reached, say so at once.
 		select {
