@@ -126,7 +126,7 @@ type Cosigner struct {
 	running bool               // Run is running, guarded by mu
 	// target is the checkpoint every witness is asked to cosign this
 	// round, and targetAt when it became the target (pick), guarded by mu.
-	target   *record
+	target   uint64 // its size (records are replaced as they gather; 0: none)
 	targetAt time.Time
 	stats    Stats // guarded by mu
 
@@ -245,7 +245,9 @@ func (c *Cosigner) prune() {
 	for len(c.recs) > maxRecords {
 		oldest = ^uint64(0)
 		for size := range c.recs {
-			oldest = min(oldest, size)
+			if size != c.target { // the round's target gathers until it is met
+				oldest = min(oldest, size)
+			}
 		}
 		delete(c.recs, oldest)
 	}
@@ -481,17 +483,16 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 func (c *Cosigner) pick(p *peer) (r *record, wait, moved <-chan struct{}, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.target
-	if t == nil || c.recs[t.cp.Size] != t || (c.best != nil && c.best.cp.Size >= t.cp.Size) ||
-		time.Since(c.targetAt) > c.opts.Timeout {
-		c.target, c.targetAt = c.head, time.Now()
+	t := c.recs[c.target]
+	if t == nil || (c.best != nil && c.best.cp.Size >= t.cp.Size) || time.Since(c.targetAt) > c.opts.Timeout {
+		c.target, c.targetAt = c.head.cp.Size, time.Now()
 		t = c.head
 	}
 	done := p.known && (p.size > t.cp.Size || (p.size == t.cp.Size && p.root == t.cp.Root))
 	if !done {
 		return t, nil, nil, time.Time{}
 	}
-	if t != c.head && time.Since(c.targetAt) > c.opts.Timeout {
+	if t.cp.Size != c.head.cp.Size && time.Since(c.targetAt) > c.opts.Timeout {
 		return c.head, nil, nil, time.Time{}
 	}
 	return nil, c.bestCh, c.headCh, c.targetAt.Add(c.opts.Timeout + time.Millisecond)

@@ -12,8 +12,12 @@ export { CustodyFormatError, CustodyKeyError, UnverifiedError, HTTPError, Refuse
 export { WitnessPolicy, parseWitnessKey, cosignatureMessage } from "./witness.js";
 export type { WitnessKey, WitnessEvaluation, Cosignature } from "./witness.js";
 export { PrivateKey, loadPrivateKey, generateKey, privateKeyFromSeed, keyId, parsePublicKey, encodePublicKey, checkPublicKey, verifySignature } from "./keys.js";
-export { KINDS, payloadType, kindOfPayloadType, pae, signEnvelope, envelopeText, parseEnvelope, verifyEnvelope, dedupHash } from "./envelope.js";
-export type { Kind, Envelope, ParsedEnvelope } from "./envelope.js";
+export { KINDS, payloadType, kindOfPayloadType, pae, signEnvelope, envelopeText, parseEnvelope, verifyEnvelope, checkPasskeyEnvelope, dedupHash } from "./envelope.js";
+export type { Kind, Envelope, ParsedEnvelope, BoundKey } from "./envelope.js";
+export {
+  parsePasskey, parseAssertion, verifyPasskey, passkeyChallenge, isPasskeySig, checkRpId, checkOrigins, PasskeyError, KEY_TYPE_ES256, KEY_TYPE_ED25519,
+} from "./passkey.js";
+export type { Passkey, Assertion } from "./passkey.js";
 export {
   scopeHash, deriveDescriptor, checkDescriptor, checkRules, checkSet, canonicalSet, optionalSet, checkIdentifier, identifierProblem,
   patternProblem, match, patternCovers, parseTime, formatTime, SCOPE_HASH_PREFIX,
