@@ -175,7 +175,7 @@ func Run(ctx context.Context, f Fetcher, o Options) (*Report, error) {
 		return r.finish(start), nil
 	}
 	a := &auditor{r: r, o: o, size: cp.Size, origin: origin, logKeys: ks,
-		store: authority.MemStore{}, keys: map[string]ed25519.PublicKey{}}
+		store: authority.MemStore{}, keys: map[string]sign.Key{}}
 	a.engine = authority.New(a.store)
 	for _, pub := range ks.PublicKeys() { // what checkpoint keys sign is never a submission
 		a.engine.RefuseKeys(sign.KeyID(pub))
@@ -399,7 +399,7 @@ type auditor struct {
 	store   authority.MemStore
 	// keys holds every key binding seen, so that envelopes can still be
 	// checked after the replay stopped.
-	keys    map[string]ed25519.PublicKey
+	keys    map[string]sign.Key
 	stopped bool
 	next    uint64 // the next index the replay expects
 	flags   int
@@ -475,16 +475,23 @@ func (a *auditor) learn(index uint64, st statement.Statement) {
 	switch s := st.(type) {
 	case *statement.GenesisDoc:
 		if pub, err := sign.ParsePublicKey(s.AdminKey); err == nil {
-			a.keys[sign.KeyID(pub)] = pub
+			a.keys[sign.KeyID(pub)] = sign.Key{Ed25519: pub}
 		}
 		pub, err := s.LogPublicKey()
 		if err != nil || !a.logKeys.Has(pub) || s.Log != a.origin {
 			a.r.add(Finding{Check: CheckGenesis, Index: at(index), Detail: fmt.Sprintf("GENESIS names log %q with log_key %q; the audit was given the key of %q", s.Log, s.LogKey, a.origin)})
 		}
 		if err == nil {
-			a.keys[sign.KeyID(pub)] = pub
+			a.keys[sign.KeyID(pub)] = sign.Key{Ed25519: pub}
 		}
 	case *statement.PrincipalDoc:
+		if s.IsPasskey() {
+			// The same one check as the ledger's (sign.VerifyPasskey).
+			if pk, err := sign.NewPasskey(s.KeyType, s.PublicKey, s.RPID, s.Origins); err == nil {
+				a.keys[pk.KeyID()] = sign.Key{Passkey: pk}
+			}
+			return
+		}
 		a.bind(s.PublicKey)
 	case *statement.ConfirmDoc:
 		a.bind(s.Grantee.PublicKey)
@@ -497,7 +504,7 @@ func (a *auditor) bind(b64 string) {
 	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
 	if err == nil && len(raw) == ed25519.PublicKeySize {
 		pub := ed25519.PublicKey(raw)
-		a.keys[sign.KeyID(pub)] = pub
+		a.keys[sign.KeyID(pub)] = sign.Key{Ed25519: pub}
 	}
 }
 
@@ -539,12 +546,12 @@ func (a *auditor) checkEnvelope(index uint64, raw []byte) {
 }
 
 func (a *auditor) verify(env *sign.Parsed, fail func(string, ...any), what string) bool {
-	pub := a.keys[env.KeyID]
-	if pub == nil {
+	key, ok := a.keys[env.KeyID]
+	if !ok {
 		fail("%ssigned by key %s, which no earlier entry binds", what, short(env.KeyID))
 		return false
 	}
-	if err := env.Verify(pub); err != nil {
+	if err := env.VerifyKey(key); err != nil {
 		fail("%ssignature by key %s does not verify: %v", what, short(env.KeyID), err)
 		return false
 	}

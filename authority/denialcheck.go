@@ -25,7 +25,7 @@ import (
 // workflow's chain (DESIGN §4).
 func (e *Engine) inWorkflow(keyID, wf string) bool {
 	r := get[KeyWorkflowRec](e.st, prefKeyWF+keyID+"/"+wf)
-	return r != nil && (r.Issued || r.Held > 0)
+	return r != nil && (r.Issued || r.Held > 0) || e.namedApprover(keyID, wf)
 }
 
 // checkDenialWorkflow checks a DENIAL's workflow_id against the grants the

@@ -42,6 +42,9 @@ type Decision struct {
 	// Notes are facts replay and audit flag without denying, such as an
 	// outcome that consumed more than its pending receipt reserved.
 	Notes []string
+	// Hold is set when an accepted pending receipt is held for approval
+	// (DESIGN §7): its deadline and matched rules.
+	Hold *HoldInfo
 }
 
 // Err returns the decision as an error (nil when accepted).
@@ -161,7 +164,18 @@ func (e *Engine) NextSeq(keyID string) uint64 {
 	return 1
 }
 
-// PublicKey returns the bound public key of a key id.
+// SigningKey returns the bound key of a key id as signatures are checked
+// against it: an Ed25519 key or a passkey.
+func (e *Engine) SigningKey(keyID string) (sign.Key, bool) {
+	k := e.Key(keyID)
+	if k == nil {
+		return sign.Key{}, false
+	}
+	return k.SigningKey()
+}
+
+// PublicKey returns the bound Ed25519 public key of a key id (false for a
+// passkey: see SigningKey).
 func (e *Engine) PublicKey(keyID string) (ed25519.PublicKey, bool) {
 	k := e.Key(keyID)
 	if k == nil {
@@ -301,14 +315,20 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 	}
 	signer := e.Key(sub.Env.KeyID)
 	var pub ed25519.PublicKey
+	var key sign.Key
 	switch {
 	case signer != nil:
-		pub = boundKey(signer.PublicKey)
+		var ok bool
+		if key, ok = signer.SigningKey(); !ok {
+			return refuse(d, BadSignature, fmt.Sprintf("the key bound to %s cannot be decoded", short(sub.Env.KeyID)))
+		}
+		pub = key.Ed25519
 	case meta == nil && kind == statement.Genesis && index == 0:
 		pub = genesisAdminKey(sub.Env)
 		if pub == nil || sign.KeyID(pub) != sub.Env.KeyID {
 			return refuse(d, UnknownKey, "GENESIS must be signed by the admin_key it names")
 		}
+		key = sign.Key{Ed25519: pub}
 	default:
 		return refuse(d, UnknownKey, fmt.Sprintf("key %s is not bound in this log", sub.Env.KeyID))
 	}
@@ -319,7 +339,9 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 		return refuse(d, BadSignature, fmt.Sprintf("key %s is the log's own %s key, which signs DENIALs and checkpoints only; an envelope it signed is never a submission", short(sub.Env.KeyID), signer.Role))
 	}
 	if !sub.Verified {
-		if err := sub.Env.Verify(pub); err != nil {
+		// One check for every kind of key (DESIGN §1): Ed25519, or a
+		// passkey's WebAuthn assertion (sign.VerifyPasskey's rules).
+		if err := sub.Env.VerifyKey(key); err != nil {
 			return refuse(d, BadSignature, fmt.Sprintf("signature by key %s does not verify: %v", sub.Env.KeyID, err))
 		}
 	}
@@ -344,12 +366,15 @@ func (e *Engine) decide(sub Submission, index uint64, loggedAt time.Time) Decisi
 		return deny(d, code, fmt.Sprintf("%s payload: %v", kind, err))
 	}
 	d.Statement = st
-	c := &check{e: e, d: &d, st: st, h: st.Head(), index: index, at: loggedAt, signer: signer, keyID: sub.Env.KeyID}
+	c := &check{e: e, d: &d, st: st, h: st.Head(), index: index, at: loggedAt, signer: signer, keyID: sub.Env.KeyID, payload: sub.Env.Payload}
 	if kind == statement.Genesis {
 		c.genesis(pub)
 	} else {
 		c.meta = meta
 		c.common()
+		if !c.failed() {
+			c.allowedKind()
+		}
 		if !c.failed() {
 			c.byKind()
 		}
@@ -396,15 +421,16 @@ func genesisAdminKey(env *sign.Parsed) ed25519.PublicKey {
 
 // check carries one decision through the rules.
 type check struct {
-	e      *Engine
-	d      *Decision
-	st     statement.Statement
-	h      *statement.Header
-	meta   *Meta
-	index  uint64
-	at     time.Time
-	signer *KeyRec
-	keyID  string
+	e       *Engine
+	d       *Decision
+	st      statement.Statement
+	h       *statement.Header
+	meta    *Meta
+	index   uint64
+	at      time.Time
+	signer  *KeyRec
+	keyID   string
+	payload []byte // the envelope's payload bytes
 }
 
 func (c *check) failed() bool { return c.d.Verdict == Denied }
@@ -443,13 +469,21 @@ func (c *check) common() {
 	}
 	want := c.signer.LastSeq + 1
 	// In a partial view the key's other statements may lie elsewhere.
-	gapOK := h.Type == statement.Stop || h.Type == statement.Revoke || c.e.partial
+	jump := h.Type == statement.Stop || h.Type == statement.Revoke || h.Type == statement.Approval
+	gapOK := jump || c.e.partial
 	if (gapOK && h.Seq < want) || (!gapOK && h.Seq != want) {
 		rule := "exactly"
 		if gapOK {
 			rule = "at least"
 		}
 		c.deny(SeqMismatch, "seq %d for key %s must be %s %d", h.Seq, short(c.keyID), rule, want)
+		return
+	}
+	// STOP, REVOKE and APPROVAL may skip seqs, but only so far: a jump to
+	// 2^53 must not disable the key (DESIGN §4). A partial view cannot
+	// tell, since the key's other statements may lie elsewhere.
+	if jump && !c.e.partial && h.Seq-c.signer.LastSeq > MaxSeqJump {
+		c.deny(SeqMismatch, "seq %d for key %s jumps %d past the last (%d); a %s may skip at most %d", h.Seq, short(c.keyID), h.Seq-c.signer.LastSeq, c.signer.LastSeq, h.Type, MaxSeqJump)
 		return
 	}
 	ts, _ := statement.ParseTimestamp(h.Timestamp)
@@ -482,6 +516,8 @@ func (c *check) byKind() {
 		c.stop(s)
 	case *statement.ResumeDoc:
 		c.resume(s)
+	case *statement.ApprovalDoc:
+		c.approval(s)
 	case *statement.DenialDoc:
 		c.deny(NotAuthorized, "DENIAL entries are written by the ledger itself, not submitted")
 	}
@@ -494,6 +530,10 @@ func short(keyID string) string {
 	}
 	return keyID
 }
+
+// MaxSeqJump is how far past the key's last seq a STOP, REVOKE or
+// APPROVAL may go (DESIGN §4).
+const MaxSeqJump = 65536
 
 // DenialIDPrefix starts the id of every DENIAL; other statements may not
 // use it, so the log can always name its DENIALs.

@@ -234,6 +234,15 @@ func (h *harness) resolve(signer *testKey, kind statement.Kind, o obj) {
 		if s := h.e.StopRecord(str(o["stop_ref"])); s != nil {
 			setDefault(o, "workflow_id", s.Workflow)
 		}
+	case statement.Approval:
+		setDefault(o, "decision", statement.DecisionApprove)
+		if p := h.e.Pending(str(o["receipt_ref"])); p != nil {
+			setDefault(o, "workflow_id", p.Workflow)
+			if p.Hold != nil {
+				setDefault(o, "receipt_sha256", p.Hold.SHA256)
+			}
+		}
+		setDefault(o, "receipt_sha256", zeroHash)
 	}
 }
 

@@ -22,9 +22,15 @@ const AgentNamePrefix = "agent:"
 // IsAgentName reports whether name is in the agent name space.
 func IsAgentName(name string) bool { return strings.HasPrefix(name, AgentNamePrefix) }
 
-// NameRec maps a bound name to its key.
+// NameRec maps a bound name to its key: the first key of a principal
+// that holds several (DESIGN §1, add_key).
 type NameRec struct {
 	KeyID string `json:"keyid"`
+	// Added counts the keys add_key bound to a principal's name after the
+	// first, and Retired how many of all its keys are retired; both stay 0
+	// for a name with one key.
+	Added   int `json:"added,omitempty"`
+	Retired int `json:"retired,omitempty"`
 }
 
 func (c *check) genesis(admin ed25519.PublicKey) {
@@ -104,11 +110,10 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		c.deny(NotAuthorized, "only the admin key enrolls or retires principals; %q is bound as %s", c.signer.Name, c.signer.Role)
 		return
 	}
-	pub := boundKey(p.PublicKey) // statement.Parse checked it (sign.CheckPublicKey)
-	kid := sign.KeyID(pub)
+	kid := principalKeyID(p) // statement.Parse checked the key
 	existing := c.e.Key(kid)
 	switch p.Op {
-	case statement.OpEnroll:
+	case statement.OpEnroll, statement.OpAddKey:
 		if IsAgentName(p.Name) {
 			c.deny(IdentityConflict, "name %q starts with %q, which only agent names do; a principal's name never does", p.Name, AgentNamePrefix)
 			return
@@ -117,12 +122,35 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 			c.deny(IdentityConflict, "key %s is already bound as %s %q", short(kid), existing.Role, existing.Name)
 			return
 		}
-		if n := get[NameRec](c.e.st, prefName+p.Name); n != nil {
-			c.deny(IdentityConflict, "name %q already belongs to key %s", p.Name, short(n.KeyID))
+		if c.boundElsewhere(otherEncoding(p)) {
 			return
 		}
+		n := get[NameRec](c.e.st, prefName+p.Name)
+		if p.Op == statement.OpEnroll {
+			if n != nil {
+				c.deny(IdentityConflict, "name %q already belongs to key %s; add a device's key to it with op add_key", p.Name, short(n.KeyID))
+				return
+			}
+		} else {
+			if n == nil {
+				c.deny(NotPrincipal, "name %q is not an enrolled principal; enroll it before adding keys to it", p.Name)
+				return
+			}
+			if first := c.e.Key(n.KeyID); first == nil || first.Role != RolePrincipal {
+				c.deny(IdentityConflict, "name %q is not a principal's name", p.Name)
+				return
+			}
+			if c.e.liveKeys(n) == 0 {
+				c.deny(Revoked, "every key of principal %q is retired; a retired principal gains no new key", p.Name)
+				return
+			}
+		}
 		c.accept()
-		c.e.bind(kid, RolePrincipal, p.Name, p.PublicKey, 0)
+		if p.Op == statement.OpEnroll {
+			n = nil
+		}
+		c.bindPrincipal(kid, p, n)
+		c.e.Key(kid).BoundAt = c.index // the record bindPrincipal just put
 	case statement.OpRetire:
 		if existing == nil || existing.Role != RolePrincipal {
 			c.deny(NotPrincipal, "key %s is not an enrolled principal", short(kid))
@@ -140,6 +168,11 @@ func (c *check) principal(p *statement.PrincipalDoc) {
 		r := *existing
 		r.Retired, r.RetiredAt = true, statement.FormatLoggedAt(c.at)
 		put(c.e.st, prefKey+kid, &r)
+		if n := get[NameRec](c.e.st, prefName+p.Name); n != nil && n.Added > 0 {
+			nn := *n
+			nn.Retired++
+			put(c.e.st, prefName+p.Name, &nn)
+		}
 	case statement.OpLogKey:
 		c.rotateLogKey(p, kid, existing) // trustkeys.go
 	}
@@ -155,6 +188,9 @@ func (c *check) grantee(g *statement.Grant) string {
 	}
 	if kid == c.keyID {
 		c.deny(IdentityConflict, "grantee key %s is the issuer's own key", short(kid))
+		return kid
+	}
+	if c.granteeElsewhere(pub) {
 		return kid
 	}
 	if k := c.e.Key(kid); k != nil {
@@ -174,7 +210,7 @@ func (c *check) grantee(g *statement.Grant) string {
 // descriptor derives a grant's descriptor and checks its scope_hash.
 func (c *check) descriptor(g *statement.Grant) scope.Descriptor {
 	ts, _ := statement.ParseTimestamp(c.h.Timestamp)
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
+	d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, ts, g.TTLSeconds)
 	if err != nil {
 		c.deny(NonCanonical, "scope: %v", err)
 		return d
@@ -198,7 +234,7 @@ func (c *check) confirm(s *statement.ConfirmDoc) {
 	}
 	wfID := s.Scope.WorkflowID
 	wf := c.e.Workflow(wfID)
-	if wf != nil && wf.Owner != c.keyID {
+	if wf != nil && !c.sameHolder(wf.Owner) {
 		owner := c.e.Key(wf.Owner)
 		c.deny(WorkflowOwned, "workflow %q belongs to principal %q", wfID, owner.Name)
 		return
@@ -222,7 +258,12 @@ func (c *check) confirm(s *statement.ConfirmDoc) {
 		c.deny(scopeCode(err), "%s", err.(*scope.Error).Msg)
 		return
 	}
+	c.checkRules(s.Approvals, s.Limits, nil, c.signer.Name)
+	if c.failed() {
+		return
+	}
 	c.accept()
+	c.e.noteApprovers(wfID, s.Approvals)
 	if wf == nil {
 		wf = &WorkflowRec{Owner: c.keyID, Last: c.index} // Link starts its chain here
 		put(c.e.st, prefWF+wfID, wf)
@@ -418,7 +459,16 @@ func (c *check) delegate(s *statement.DelegateDoc) {
 		c.deny(scopeCode(err), "%s", scopeMsg(err))
 		return
 	}
+	ownerName := ""
+	if o := c.e.Key(parent.RootKey); o != nil {
+		ownerName = o.Name
+	}
+	c.checkRules(s.Approvals, s.Limits, chain, ownerName)
+	if c.failed() {
+		return
+	}
 	c.accept()
+	c.e.noteApprovers(parent.Workflow, s.Approvals)
 	c.e.addGrant(&GrantRec{ID: s.DelegationID, Kind: string(statement.Delegate), Index: c.index, Workflow: parent.Workflow,
 		Parent: parent.ID, Depth: depth, IssuerKey: c.keyID, GranteeKey: gk, GranteeName: s.Grantee.Name,
 		RootKey: parent.RootKey, Descriptor: d, Revocable: s.Revocable, ScopeHash: s.ScopeHash}, s.Grantee.PublicKey)
@@ -445,7 +495,7 @@ func (c *check) revoke(s *statement.RevokeDoc) {
 	isAdmin := c.signer.Role == RoleAdmin
 	allowed := isAdmin || c.keyID == target.GranteeKey
 	for _, g := range chain {
-		allowed = allowed || c.keyID == g.IssuerKey
+		allowed = allowed || c.sameHolder(g.IssuerKey)
 	}
 	if !allowed {
 		c.deny(NotAuthorized, "signer %q neither issued %s or an ancestor, nor holds it, nor is the admin", c.signer.Name, target.ID)
@@ -540,9 +590,16 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 			return
 		}
 	}
+	// Reservations of held receipts that have since been rejected, expired
+	// or closed are given back at that point in the log (DESIGN §7): they
+	// no longer count, whether or not a decision has written that yet.
+	rel := c.e.releasable(chain, c.at)
 	for _, cg := range chain {
 		for _, k := range sortedKeys(cg.Descriptor.Limits) {
 			limit, spent, want := cg.Descriptor.Limits[k], cg.Spent[k], r.Reserve[k]
+			if rel != nil {
+				spent -= releasedOn(cg, rel, k)
+			}
 			total, ok := addChecked(spent, want)
 			if !ok || total > limit {
 				c.deny(LimitExceeded, "reserving %d %s would bring %s to %d of its %d (%d already charged)", want, k, cg.ID, total, limit, spent)
@@ -550,7 +607,23 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 			}
 		}
 	}
+	// Step 9: approval rules.
+	hold := matchRules(chain, r)
+	if len(hold) > 0 {
+		for _, cg := range chain {
+			if len(cg.Descriptor.Limits) > 0 && len(cg.OnHold)-countListed(cg, rel) >= MaxOnHold {
+				c.deny(LimitExceeded, "grant %s already has %d receipts held for approval, the most it may have at once; a held receipt must be approved, rejected or expire first", cg.ID, MaxOnHold)
+				return
+			}
+		}
+	}
 	c.accept()
+	for id := range rel {
+		c.e.giveBack(c.e.Pending(id))
+	}
+	if rel != nil {
+		chain = c.e.chain(c.e.Grant(g.ID)) // giveBack rewrote them
+	}
 	for _, cg := range chain {
 		if len(cg.Descriptor.Limits) == 0 {
 			continue
@@ -563,10 +636,32 @@ func (c *check) pending(r *statement.ReceiptDoc) {
 		for k := range cg.Descriptor.Limits {
 			ng.Spent[k], _ = addChecked(ng.Spent[k], r.Reserve[k])
 		}
+		if len(hold) > 0 {
+			ng.OnHold = append(slices.Clone(cg.OnHold), r.ReceiptID)
+		}
 		put(c.e.st, prefGrant+ng.ID, &ng)
 	}
-	put(c.e.st, prefPend+r.ReceiptID, &PendingRec{ID: r.ReceiptID, Index: c.index, SignerKey: c.keyID,
-		Workflow: r.Workflow, Grant: g.ID, Step: r.StepID, Action: r.Action, Target: r.Target, Reserve: maps.Clone(r.Reserve)})
+	p := &PendingRec{ID: r.ReceiptID, Index: c.index, SignerKey: c.keyID,
+		Workflow: r.Workflow, Grant: g.ID, Step: r.StepID, Action: r.Action, Target: r.Target, Reserve: maps.Clone(r.Reserve)}
+	if len(hold) > 0 {
+		deadline, byGrant := c.e.holdDeadline(chain, hold, c.at)
+		p.Hold = &HoldRec{SHA256: payloadSHA256(c.payload), LoggedAt: statement.FormatLoggedAt(c.at), TrustHead: c.meta.TrustHead,
+			Deadline: statement.FormatLoggedAt(deadline), ByGrant: byGrant, Rules: hold}
+		c.e.listHold(p)
+		c.d.Hold = &HoldInfo{ExpiresAt: deadline, Rules: hold}
+	}
+	put(c.e.st, prefPend+r.ReceiptID, p)
+}
+
+// countListed counts the receipts on g's hold list that rel releases.
+func countListed(g *GrantRec, rel map[string]*PendingRec) int {
+	n := 0
+	for _, id := range g.OnHold {
+		if _, ok := rel[id]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // addChecked adds two non-negative amounts, reporting overflow; on overflow
@@ -621,13 +716,43 @@ func (c *check) outcome(r *statement.ReceiptDoc) {
 			return
 		}
 	}
+	// A held receipt: was it approved when its outcome was logged? Its
+	// reservation may have been given back (rejected, expired, closed):
+	// then the outcome charges what it consumed in full (DESIGN §7).
+	charged := p.Reserve
+	if p.Hold != nil {
+		state, why := c.e.HoldState(p, c.at)
+		if state != HoldApproved && !(r.Result == statement.ResultFailure && len(r.Consumed) == 0 && len(r.SideEffects) == 0) {
+			c.d.Notes = append(c.d.Notes, fmt.Sprintf("violation: outcome %s (%s) of held receipt %s, which was %s when it was logged (%s)", r.ReceiptID, r.Result, p.ID, state, whyOr(why, "no approval yet")))
+		}
+		if c.e.released(p, c.at) {
+			charged = nil
+		}
+	}
+	for _, nr := range rulesInForce(chain) {
+		if !nr.Rule.Matches(r.Action, r.Target, r.StepID, nil) || len(nr.Rule.Above) == 0 || p.Hold != nil && heldUnder(p.Hold, nr) {
+			continue
+		}
+		for _, k := range sortedKeys(nr.Rule.Above) {
+			if r.Consumed[k] > nr.Rule.Above[k] {
+				c.d.Notes = append(c.d.Notes, fmt.Sprintf("violation: outcome %s consumed %d %s, above the %d of approval rule %q of %s, which %s did not reserve enough to meet", r.ReceiptID, r.Consumed[k], k, nr.Rule.Above[k], nr.Rule.RuleID, nr.Grant, p.ID))
+				break
+			}
+		}
+	}
 	c.accept()
-	np := *p
+	if p.Hold != nil && charged == nil && !p.Hold.Released {
+		c.e.giveBack(p)
+		chain = c.e.chain(c.e.Grant(g.ID))
+	}
+	np := *c.e.Pending(p.ID)
 	np.Outcome = r.ReceiptID
 	for _, k := range sortedKeys(r.Consumed) {
-		if over := r.Consumed[k] - p.Reserve[k]; over > 0 {
+		if r.Consumed[k] > p.Reserve[k] {
 			np.Overrun = true
 			c.d.Notes = append(c.d.Notes, fmt.Sprintf("consumed %d %s, above the %d reserved by %s", r.Consumed[k], k, p.Reserve[k], p.ID))
+		}
+		if over := r.Consumed[k] - charged[k]; over > 0 {
 			for _, cg := range chain {
 				if _, has := cg.Descriptor.Limits[k]; !has {
 					continue
@@ -656,7 +781,7 @@ func (c *check) stop(s *statement.StopDoc) {
 	switch {
 	case c.signer.Role == RoleAdmin:
 		role = "admin"
-	case c.keyID == wf.Owner:
+	case c.sameHolder(wf.Owner):
 		role = "owner"
 	case c.liveHeld(c.keyID, s.Workflow) != nil:
 		role = "grantee"
@@ -690,6 +815,7 @@ func (c *check) stop(s *statement.StopDoc) {
 		nw.StepStops++
 		put(c.e.st, prefWF+s.Workflow, &nw)
 	}
+	c.e.markStop(s.Workflow, step, s.RequestID, c.index, c.at)
 }
 
 // isLive reports, without denying, whether a grant's chain is live now.
@@ -712,8 +838,8 @@ func (c *check) resume(s *statement.ResumeDoc) {
 	wf := c.e.Workflow(stop.Workflow)
 	isAdmin := c.signer.Role == RoleAdmin
 	allowed := isAdmin ||
-		(stop.Role != "admin" && c.keyID == stop.SignerKey) ||
-		(stop.Role == "grantee" && c.keyID == wf.Owner)
+		(stop.Role != "admin" && c.sameHolder(stop.SignerKey)) ||
+		(stop.Role == "grantee" && c.sameHolder(wf.Owner))
 	if !allowed {
 		who := "its signer, the workflow's owner or the admin"
 		if stop.Role == "admin" {
@@ -767,4 +893,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func whyOr(why, dflt string) string {
+	if why == "" {
+		return dflt
+	}
+	return why
+}
+
+// heldUnder reports whether a held receipt matched the named rule.
+func heldUnder(h *HoldRec, nr NamedRule) bool {
+	for _, hr := range h.Rules {
+		if hr.Grant == nr.Grant && hr.RuleID == nr.Rule.RuleID {
+			return true
+		}
+	}
+	return false
 }

@@ -3,11 +3,14 @@ package authority
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
 )
 
 // Store is where state records live between batches. Load returns nil and
@@ -54,10 +57,42 @@ type Meta struct {
 type KeyRec struct {
 	Role      string `json:"role"`
 	Name      string `json:"name"`
-	PublicKey string `json:"public_key"` // base64 raw
+	PublicKey string `json:"public_key"` // base64 raw (an Ed25519 key) or SPKI DER (a passkey)
 	LastSeq   uint64 `json:"last_seq"`
+	// BoundAt is the index of the leaf that bound the key: an approver
+	// enrolled after a receipt's trust_head does not count (DESIGN §7).
+	BoundAt   uint64 `json:"bound_at,omitempty"`
 	Retired   bool   `json:"retired,omitempty"`    // principals, and DENIAL keys rotated out
 	RetiredAt string `json:"retired_at,omitempty"` // logged_at of the retirement
+	// A passkey (DESIGN §1): its key type, relying party, origins and the
+	// statement kinds it may sign. Absent for an Ed25519 key.
+	KeyType      string   `json:"key_type,omitempty"`
+	RPID         string   `json:"rp_id,omitempty"`
+	Origins      []string `json:"origins,omitempty"`
+	AllowedTypes []string `json:"allowed_types,omitempty"`
+}
+
+// IsPasskey reports whether the bound key is a passkey.
+func (k *KeyRec) IsPasskey() bool { return k.KeyType != "" }
+
+// SigningKey decodes the bound key for signature checks. It passed its
+// checks when it was bound, so it is only decoded here.
+func (k *KeyRec) SigningKey() (sign.Key, bool) {
+	if k.IsPasskey() {
+		pk, err := sign.NewPasskey(k.KeyType, k.PublicKey, k.RPID, k.Origins)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		return sign.Key{Passkey: pk}, true
+	}
+	pub := boundKey(k.PublicKey)
+	return sign.Key{Ed25519: pub}, pub != nil
+}
+
+// MaySign reports whether the key may sign statements of kind: always for
+// an Ed25519 key; for a passkey, when kind is in its allowed_types.
+func (k *KeyRec) MaySign(kind statement.Kind) bool {
+	return !k.IsPasskey() || slices.Contains(k.AllowedTypes, string(kind))
 }
 
 // IDRec records that an id is taken, by which kind, at which index.
@@ -91,6 +126,10 @@ type GrantRec struct {
 	NewerHeld string `json:"newer_held,omitempty"`
 	OlderHeld string `json:"older_held,omitempty"`
 	OffHeld   bool   `json:"off_held,omitempty"`
+	// OnHold lists the receipts held for approval under this grant or
+	// below it whose reservations it still counts (grants with limits
+	// only; at most MaxOnHold).
+	OnHold []string `json:"on_hold,omitempty"`
 }
 
 // expires is the grant's expiry instant.
@@ -108,6 +147,10 @@ type WorkflowRec struct {
 	// StepStops counts the step STOPs in force, so that a receipt in a
 	// workflow with none reads no step list.
 	StepStops int64 `json:"step_stops,omitempty"`
+	// LastStop is the index of the latest STOP accepted in the workflow,
+	// lifted or not, so that a held receipt newer than it reads no STOP
+	// marks (StopMarkRec).
+	LastStop uint64 `json:"last_stop,omitempty"`
 }
 
 // StopRec is an accepted STOP.
@@ -155,6 +198,8 @@ type PendingRec struct {
 	Reserve   map[string]int64 `json:"reserve,omitempty"`
 	Outcome   string           `json:"outcome,omitempty"` // receipt_id of the outcome once closed
 	Overrun   bool             `json:"overrun,omitempty"` // consumed above reserve
+	// Hold is set when an approval rule held the receipt (DESIGN §7).
+	Hold *HoldRec `json:"hold,omitempty"`
 }
 
 // KeyWorkflowRec is what one key holds or issued in one workflow.
@@ -209,7 +254,7 @@ const (
 	prefStopBy = "stopby/"
 	keyFormat  = "format"
 	prefHint   = "hint/"
-	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/"
+	prefixList = "meta format key/ name/ id/ grant/ wf/ stop/ pending/ keywf/ stopin/ stopby/ wfappr/ holdlist stopmark/"
 )
 
 // stopListKey is the record key of the STOPs in force on a workflow's

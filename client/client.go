@@ -60,6 +60,15 @@ type Options struct {
 	// (default 15s, a few lease lifetimes; negative: no more than
 	// Retries).
 	FailoverWait time.Duration
+	// StallWait is how long, with several server URLs, an append waits
+	// for a server's answer before it asks the others who sequences the
+	// log (default 1s; negative: never). If another server leads, or
+	// names another leader, the append is sent there and the stalled
+	// request abandoned (a frozen or cut-off leader holds it until its
+	// fault ends); otherwise it keeps waiting, asking again every
+	// StallWait. So a client moves on within about a lease time plus
+	// StallWait.
+	StallWait time.Duration
 	// Policy, when set, is a witness policy every accepted pending RECEIPT
 	// must stand under: the answer's checkpoint must carry valid
 	// cosignatures of its quorum (a server in witness finality mode sends
@@ -115,6 +124,9 @@ func New(baseURL, verifierKey string, opts *Options) (*Client, error) {
 	}
 	if o.FailoverWait == 0 {
 		o.FailoverWait = 15 * time.Second
+	}
+	if o.StallWait == 0 {
+		o.StallWait = time.Second
 	}
 	if o.WitnessWait <= 0 {
 		o.WitnessWait = 10 * time.Second
@@ -323,7 +335,12 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 			return nil, err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.hc.Do(req)
+		resp, err := c.watch(ctx, req, i)
+		if leader, ok := err.(movedOn); ok {
+			// Another server leads: go there now.
+			c.follow(string(leader))
+			continue
+		}
 		// With several servers, keep going through a failover.
 		more := attempt < c.opts.Retries ||
 			(len(c.bases) > 1 && c.opts.FailoverWait > 0 && time.Since(start) < c.opts.FailoverWait)
@@ -373,6 +390,112 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// movedOn is watch's error when another server than the one asked leads.
+type movedOn string
+
+func (m movedOn) Error() string { return "ledger server: the sequencer moved to " + string(m) }
+
+// watch sends req to server i; with several servers, while no answer
+// has come, it asks the others every Options.StallWait who sequences the
+// log, and gives up on i (movedOn) once one of them leads or names
+// another leader of the client's list.
+func (c *Client) watch(ctx context.Context, req *http.Request, i int) (*http.Response, error) {
+	if len(c.bases) < 2 || c.opts.StallWait < 0 {
+		return c.hc.Do(req)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.hc.Do(req.WithContext(actx))
+		done <- result{resp, err}
+	}()
+	t := time.NewTimer(c.opts.StallWait)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				cancel()
+				return nil, r.err
+			}
+			r.resp.Body = &cancelBody{ReadCloser: r.resp.Body, cancel: cancel}
+			return r.resp, nil
+		case <-t.C:
+			if leader := c.leaderElsewhere(actx, i); leader != "" {
+				cancel()
+				go func() {
+					if r := <-done; r.resp != nil {
+						r.resp.Body.Close()
+					}
+				}()
+				return nil, movedOn(leader)
+			}
+			t.Reset(c.opts.StallWait)
+		}
+	}
+}
+
+// cancelBody ends a request's context once its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// leaderElsewhere asks every server but i (at once, each for at most
+// StallWait) who sequences the log, and returns a leader of the client's
+// list other than server i, if one says so.
+func (c *Client) leaderElsewhere(ctx context.Context, i int) string {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StallWait)
+	defer cancel()
+	found := make(chan string, len(c.bases))
+	for j, b := range c.bases {
+		if j == i {
+			found <- ""
+			continue
+		}
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/readyz", nil)
+			if err != nil {
+				found <- ""
+				return
+			}
+			resp, err := c.hc.Do(req)
+			if err != nil {
+				found <- ""
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			leader := ""
+			for _, line := range strings.Split(string(body), "\n") {
+				if line == "role leader" {
+					leader = b
+				}
+				if v, ok := strings.CutPrefix(line, "leader "); ok && leader == "" && strings.Contains(v, "://") {
+					leader = strings.TrimRight(v, "/")
+				}
+			}
+			found <- leader
+		}()
+	}
+	for range c.bases {
+		if l := <-found; l != "" && l != c.bases[i] && slices.Contains(c.bases, l) {
+			return l
+		}
+	}
+	return ""
 }
 
 // openCheckpoint verifies a checkpoint text against the log key, caching

@@ -3,6 +3,8 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -39,6 +41,26 @@ var IdleTimeout = 45 * time.Second
 // stream. Reconnecting with the last index seen (Stream.Last) misses
 // nothing and repeats nothing.
 func (c *Client) Events(ctx context.Context, workflow string, after uint64) (*Stream, error) {
+	return c.events(ctx, workflow, after, nil)
+}
+
+// StepProof opens a workflow's stream as the runtime executing a step of
+// it (api.HeaderStreamStep): the index of the step's pending RECEIPT and
+// the signature, by the key that signed it, over api.StreamStepMessage.
+// The server keeps capacity for such streams that no other client can
+// take. Runtime.Execute sends one.
+type StepProof struct {
+	Index     uint64
+	Signature []byte
+}
+
+// NewStepProof signs the proof for the pending RECEIPT at index in
+// workflow, with the key that signed it.
+func (c *Client) NewStepProof(priv ed25519.PrivateKey, workflow string, index uint64) StepProof {
+	return StepProof{Index: index, Signature: ed25519.Sign(priv, api.StreamStepMessage(c.Origin(), workflow, index))}
+}
+
+func (c *Client) events(ctx context.Context, workflow string, after uint64, proof *StepProof) (*Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base()+api.PathWorkflows+url.PathEscape(workflow)+"/events", nil)
 	if err != nil {
@@ -49,6 +71,9 @@ func (c *Client) Events(ctx context.Context, workflow string, after uint64) (*St
 	// takes it over ?after=.
 	req.Header.Set("Last-Event-ID", strconv.FormatUint(after, 10))
 	req.Header.Set("Accept", "text/event-stream")
+	if proof != nil {
+		req.Header.Set(api.HeaderStreamStep, strconv.FormatUint(proof.Index, 10)+" "+base64.StdEncoding.EncodeToString(proof.Signature))
+	}
 	// No overall timeout on a stream: liveness is the idle timer's job.
 	hc := &http.Client{Transport: c.hc.Transport}
 	idle := time.AfterFunc(IdleTimeout, cancel)
@@ -140,9 +165,19 @@ func (s *Stream) Close() {
 // nil, is called after each successful connection. It returns ctx's error,
 // or nil when fn stopped it.
 func (c *Client) Watch(ctx context.Context, workflow string, after uint64, connected func(), fn func(*api.Entry) bool) error {
+	return c.watchEntries(ctx, workflow, after, nil, connected, fn)
+}
+
+// WatchStep is Watch for the runtime executing the step proof names: its
+// streams take the capacity the server keeps for steps being executed.
+func (c *Client) WatchStep(ctx context.Context, workflow string, after uint64, proof StepProof, connected func(), fn func(*api.Entry) bool) error {
+	return c.watchEntries(ctx, workflow, after, &proof, connected, fn)
+}
+
+func (c *Client) watchEntries(ctx context.Context, workflow string, after uint64, proof *StepProof, connected func(), fn func(*api.Entry) bool) error {
 	backoff := 50 * time.Millisecond
 	for {
-		s, err := c.Events(ctx, workflow, after)
+		s, err := c.events(ctx, workflow, after, proof)
 		if err == nil {
 			backoff = 50 * time.Millisecond
 			if connected != nil {

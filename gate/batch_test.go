@@ -20,8 +20,8 @@ import (
 func TestBudgetRunsOutInABatch(t *testing.T) {
 	const budget = 20
 	w := newWorldLimits(t, `{"tools": {
-  "write": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
-  "echo": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 3}}
+  "write": {"capability": "fs.write", "target": "fs/{path}", "inert": ["text"], "reserve": {"writes": 1}},
+  "echo": {"capability": "fs.write", "target": "fs/{path}", "inert": ["text"], "reserve": {"writes": 3}}
  }}`, map[string]int64{"writes": budget})
 	const calls = 32
 	var wg sync.WaitGroup

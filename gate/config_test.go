@@ -23,7 +23,16 @@ func TestTemplateRender(t *testing.T) {
 		{"fs/{path}", `{"path":"/a b"}`, "", "byte 0x20"},
 		{"fs/{path}", `{"path":"/a//b"}`, "", "empty segment"},
 		{"fs/{path}", `{"path":"/"}`, "", "empty segment"},
-		{"fs/{path}", `{"path":1.5}`, "", "non-integer number"},
+		{"fs/{path}", `{"path":1.5}`, "", "a fraction or an exponent"},
+		{"num/{n}", `{"n":9007199254740991}`, "num/9007199254740991", ""},
+		{"num/{n}", `{"n":-9007199254740991}`, "num/-9007199254740991", ""},
+		{"num/{n}", `{"n":9007199254740992}`, "", "outside ±(2^53-1)"},
+		{"num/{n}", `{"n":9007199254740993}`, "", "outside ±(2^53-1)"},
+		{"num/{n}", `{"n":-9007199254740992}`, "", "outside ±(2^53-1)"},
+		{"num/{n}", `{"n":99999999999999999999}`, "", "outside ±(2^53-1)"},
+		{"num/{n}", `{"n":1e3}`, "", "a fraction or an exponent"},
+		{"num/{n}", `{"n":10E0}`, "", "a fraction or an exponent"},
+		{"num/{n}", `{"n":2.0}`, "", "a fraction or an exponent"},
 		{"fs/{path}", `{"path":null}`, "", "null"},
 		{"fs/{path}", `{"path":["a"]}`, "", "an array"},
 		{"fs/{path}", `{"path":true}`, "", "a boolean"},
@@ -56,7 +65,16 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"tools":{"w":{"capability":"fs.write","target":"fs/path}"}}}`, "'}' without '{'"},
 		{`{"tools":{"w":{"capability":"fs.write","target":"fs/{}"}}}`, "argument name"},
 		{`{"tools":{"w":{"capability":"fs.write","target":"fs//{p}"}}}`, "never make an identifier"},
-		{`{"tools":{"w":{"capability":"fs.write","target":""}}}`, "empty template"},
+		{`{"tools":{"w":{"capability":"fs.write","target":""}}}`, "no target"},
+		{`{"tools":{"w":{"capability":"fs.write","targets":["a",""]}}}`, "empty template"},
+		{`{"tools":{"w":{"capability":"fs.write","target":"a","targets":["b"]}}}`, "not both"},
+		{`{"tools":{"w":{"capability":"fs.write","targets":["a","a"]}}}`, "twice"},
+		{`{"tools":{"w":{"capability":"fs.write","target":"fs/{p}","inert":["p"]}}}`, "both in a template and inert"},
+		{`{"tools":{"w":{"capability":"fs.write","target":"fs/{p}","paths":{"q":"absolute"}}}}`, "no target or step template uses"},
+		{`{"tools":{"w":{"capability":"fs.write","target":"fs/{p}","paths":{"p":"relative"}}}}`, "want \"absolute\""},
+		{`{"tools":{"w":{"capability":"fs.write","target":"t","pin":"sha256:AB"}}}`, "pin"},
+		{`{"resources":[{"uri":"file:///{p}","capability":"fs.read","target":"fs/{q}"}]}`, "does not have"},
+		{`{"resources":[{"uri":"file:///{p","capability":"fs.read","target":"fs/x"}]}`, "without"},
 		{`{"tools":{"w":{"capability":"fs.write","target":"t","step":"a b"}}}`, "step"},
 		{`{"tools":{"w":{"capability":"fs.write","target":"t","reserve":{"usd":-1}}}}`, "want 0..2^53-1"},
 		{`{"tools":{"w":{"capability":"fs.write","target":"t"}},"passthrough":["w"]}`, "both gated"},
@@ -91,7 +109,7 @@ func FuzzParseConfig(f *testing.F) {
 			if scope.CheckIdentifier(r.Capability) != nil {
 				t.Fatalf("tool %q: capability %q accepted", name, r.Capability)
 			}
-			for _, tm := range []*Template{r.target, r.step} {
+			for _, tm := range r.templates() {
 				if tm == nil {
 					continue
 				}

@@ -250,6 +250,23 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// e2eConfig maps tools of the reference filesystem and everything
+// servers: every argument of each is in a target or inert, the paths are
+// resolved by the gate (realpath), and the everything server's resources
+// are gated.
+const e2eConfig = `{"tools": {
+	  "write_file": {"capability": "fs.write", "target": "fs/{path}", "paths": {"path": "realpath"}, "inert": ["content"], "reserve": {"writes": 1}},
+	  "read_text_file": {"capability": "fs.read", "target": "fs/{path}", "paths": {"path": "realpath"}, "inert": ["head", "tail"]},
+	  "move_file": {"capability": "fs.write", "targets": ["fs/{source}", "fs/{destination}"], "paths": {"source": "realpath", "destination": "realpath"}},
+	  "trigger-long-running-operation": {"capability": "ops.run", "target": "ops/long", "step": "long", "inert": ["duration", "steps"]},
+	  "echo": {"capability": "ops.run", "target": "ops/echo", "inert": ["message"]},
+	  "get-sum": {"capability": "ops.run", "target": "ops/sum/{a}/{b}"},
+	  "trigger-sampling-request": {"capability": "ops.run", "target": "ops/sample", "inert": ["prompt", "maxTokens"]}
+	 },
+	 "resources": [{"uri": "demo://resource/{path}", "capability": "ops.run", "target": "ops/resource/{path}"}],
+	 "prompts": true,
+	 "passthrough": ["list_allowed_directories"]}`
+
 // TestEndToEndNPM drives custody gate with real MCP parts nobody here
 // wrote: the TypeScript SDK's Client as the agent, over stdio, and the
 // reference filesystem server (spawned over stdio) and everything server
@@ -289,14 +306,7 @@ func TestEndToEndNPM(t *testing.T) {
 	if err := os.WriteFile(vkeyFile, []byte(lg.VKey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := `{"tools": {
-	  "write_file": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
-	  "read_text_file": {"capability": "fs.read", "target": "fs/{path}"},
-	  "trigger-long-running-operation": {"capability": "ops.run", "target": "ops/long", "step": "long"},
-	  "echo": {"capability": "ops.run", "target": "ops/echo"},
-	  "trigger-sampling-request": {"capability": "ops.run", "target": "ops/sample"}
-	 },
-	 "passthrough": ["list_allowed_directories"]}`
+	cfg := e2eConfig
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -316,19 +326,19 @@ func TestEndToEndNPM(t *testing.T) {
 	// tools/list shows what the grant could allow, from both upstreams.
 	m := a.wait(first(a.send(map[string]any{"op": "list"})))
 	tools := fmt.Sprint(m["tools"])
-	for _, want := range []string{"write_file", "read_text_file", "list_allowed_directories", "trigger-long-running-operation", "echo"} {
+	for _, want := range []string{"write_file", "read_text_file", "move_file", "list_allowed_directories", "trigger-long-running-operation", "echo", "get-sum"} {
 		if !strings.Contains(tools, want) {
 			t.Errorf("tools/list lacks %s: %s", want, tools)
 		}
 	}
-	for _, hidden := range []string{"create_directory", "move_file", "get-sum"} {
+	for _, hidden := range []string{"create_directory", "edit_file"} {
 		if strings.Contains(tools, hidden) {
 			t.Errorf("tools/list shows %s, which the grant never allows: %s", hidden, tools)
 		}
 	}
 
-	// Resources, resource templates and prompts of the upstream are
-	// forwarded as they are, ungated (only tools/call is a step).
+	// Resources and resource templates of the upstream are listed; reads
+	// are steps under the resources rule. Prompts pass (configured).
 	m = a.wait(first(a.send(map[string]any{"op": "resources"})))
 	var docURI string
 	for _, u := range m["resources"].([]any) {
@@ -384,8 +394,51 @@ func TestEndToEndNPM(t *testing.T) {
 	if isErr, text := a.call("create_directory", map[string]any{"path": newDir}); !isErr || !strings.HasPrefix(text, "unmapped_tool: ") {
 		t.Fatalf("another tool: %v %s", isErr, text)
 	}
-	if isErr, text := a.call("get-sum", map[string]any{"a": 1, "b": 2}); !isErr || !strings.HasPrefix(text, "unmapped_tool: ") {
-		t.Fatalf("an unmapped tool of the HTTP upstream: %v %s", isErr, text)
+	if isErr, text := a.call("get-sum", map[string]any{"a": 1, "b": 2}); isErr || !strings.Contains(text, "3") {
+		t.Fatalf("get-sum: %v %s", isErr, text)
+	}
+	// A number the JavaScript server would read as another one.
+	if isErr, text := a.call("get-sum", map[string]any{"a": 9007199254740993, "b": 0}); !isErr || !strings.HasPrefix(text, "bad_arguments: ") {
+		t.Fatalf("get-sum beyond 2^53: %v %s", isErr, text)
+	}
+
+	// Two paths: a move out of the grant is refused on its destination
+	// and nothing moves; a move inside it runs.
+	mv := filepath.Join(root, "allowed", "mv.txt")
+	if err := os.WriteFile(mv, []byte("m"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if isErr, text := a.call("move_file", map[string]any{"source": mv, "destination": filepath.Join(root, "other", "mv.txt")}); !isErr || !strings.HasPrefix(text, "out_of_scope: target "+fsTarget+"/other/mv.txt") {
+		t.Fatalf("a move out of the grant: %v %s", isErr, text)
+	}
+	if _, err := os.Stat(mv); err != nil {
+		t.Fatalf("the refused move moved the file: %v", err)
+	}
+	if isErr, text := a.call("move_file", map[string]any{"source": mv, "destination": filepath.Join(root, "allowed", "mv2.txt")}); isErr {
+		t.Fatalf("a move inside the grant: %s", text)
+	}
+	// A symbolic link inside the granted folder to a file outside it:
+	// the gate resolves the path, so the target is the file touched, and
+	// the ledger refuses it. A relative path is refused before.
+	secret := filepath.Join(root, "other", "secret.txt")
+	if err := os.WriteFile(secret, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "allowed", "link.txt")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if isErr, text := a.call("read_text_file", map[string]any{"path": link}); !isErr || !strings.HasPrefix(text, "out_of_scope: ") || strings.Contains(text, "secret\n") {
+		t.Fatalf("a read through a symbolic link out of the grant: %v %s", isErr, text)
+	}
+	if isErr, text := a.call("write_file", map[string]any{"path": link, "content": "overwritten"}); !isErr || !strings.HasPrefix(text, "out_of_scope: ") {
+		t.Fatalf("a write through a symbolic link out of the grant: %v %s", isErr, text)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "secret" {
+		t.Fatal("the write through the link reached the file outside the grant")
+	}
+	if isErr, text := a.call("read_text_file", map[string]any{"path": "allowed/a.txt"}); !isErr || !strings.HasPrefix(text, "bad_arguments: ") || !strings.Contains(text, "absolute path") {
+		t.Fatalf("a relative path: %v %s", isErr, text)
 	}
 	for _, p := range []string{other, newDir} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
@@ -490,8 +543,12 @@ func TestEndToEndNPM(t *testing.T) {
 				pendings++
 			} else {
 				outcomes++
-				if r.Target == fsTarget+"/allowed/a.txt" && (r.Result != statement.ResultSuccess || len(r.EvidenceRefs) != 1) {
+				if r.Target == fsTarget+"/allowed/a.txt" && r.SideEffects["tool"] == "write_file" && (r.Result != statement.ResultSuccess || len(r.EvidenceRefs) != 1) {
 					t.Errorf("outcome of the first write: %+v", r)
+				}
+				// The upstream by the name it gives itself, not npx/node.
+				if r.SideEffects["tool"] == "write_file" && r.SideEffects["server"] != "secure-filesystem-server" {
+					t.Errorf("the upstream recorded as %q", r.SideEffects["server"])
 				}
 			}
 		}

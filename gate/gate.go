@@ -34,8 +34,9 @@
 //
 // The gate authorises calls; it cannot see what a server does with one.
 // A target derived from an argument (fs/{path}) is what the agent asked
-// for: a server that follows symbolic links, or reads a relative path
-// against its own folder, may touch something else. An upstream's sampling
+// for, unless the rule declares the argument a path the gate resolves
+// (realpath): then it is the file the path leads to when the gate looked,
+// and a link changed after that is not seen. An upstream's sampling
 // and elicitation requests go to the agent session with a tool call in
 // flight (or the only session); its roots requests are answered with no
 // roots.
@@ -50,16 +51,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/scope"
@@ -131,6 +133,8 @@ type Gate struct {
 
 	stepN atomic.Uint64
 
+	metrics *gateMetrics
+
 	streamMu  sync.Mutex
 	connected bool          // guarded by streamMu: the event stream is up
 	streamUp  chan struct{} // guarded by streamMu: closed when connected
@@ -142,6 +146,7 @@ type Gate struct {
 	inflight map[*call]struct{}         // guarded by mu
 	progress map[string]*progressRoute  // guarded by mu: progress token -> agent session
 	calling  map[*mcp.ServerSession]int // guarded by mu: agent sessions with tool calls in flight
+	hidden   map[string]string          // guarded by mu: tool name -> why the gate does not offer it
 
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
@@ -189,6 +194,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
 		inflight: map[*call]struct{}{}, progress: map[string]*progressRoute{}, calling: map[*mcp.ServerSession]int{},
 		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
+		hidden: map[string]string{}, metrics: newGateMetrics(),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -235,6 +241,12 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	for _, up := range g.ups {
 		if err := g.sync(ctx, up); err != nil {
 			return nil, err
+		}
+		if up.caps.Prompts != nil && !g.cfg.Prompts {
+			g.log.Info("the upstream's prompts are not offered (set \"prompts\": true in the configuration to pass them)", "upstream", up.name)
+		}
+		if up.caps.Completions != nil && !g.cfg.Completions {
+			g.log.Info("the upstream's completions are not offered (set \"completions\": true in the configuration to pass them)", "upstream", up.name)
 		}
 	}
 
@@ -329,8 +341,13 @@ func (g *Gate) mayAllow(tool string) bool {
 		return false
 	}
 	sc := g.grant.Scope
-	if !scope.Covers(sc.Capabilities, r.Capability) || !anyMay(sc.Targets, r.target) {
+	if !scope.Covers(sc.Capabilities, r.Capability) {
 		return false
+	}
+	for _, t := range r.targets {
+		if !anyMay(sc.Targets, t) {
+			return false
+		}
 	}
 	step := r.step
 	if step == nil {
@@ -381,10 +398,19 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if cr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && cr.Params != nil {
 			g.mu.Lock()
-			up := g.owner[cr.Params.Name]
+			up, why := g.owner[cr.Params.Name], g.hidden[cr.Params.Name]
 			g.mu.Unlock()
 			if up == nil {
-				return Refusal(CodeUnmapped, "no upstream server offers tool %q", cr.Params.Name), nil
+				rf := &refusal{CodeUnmapped, fmt.Sprintf("no upstream server offers tool %q", cr.Params.Name)}
+				if why != "" {
+					rf = &refusal{CodeHidden, fmt.Sprintf("tool %q is not offered: %s", cr.Params.Name, why)}
+				}
+				capability := ""
+				if r := g.cfg.Tools[cr.Params.Name]; r != nil {
+					capability = r.Capability
+				}
+				g.record(ctx, rf, "tool", cr.Params.Name, "", capability, true)
+				return refusalResult(rf), nil
 			}
 		}
 		res, err := next(ctx, method, req)
@@ -434,6 +460,9 @@ const (
 	CodeUnavailable  = "ledger_unavailable" // no durable answer, or no event stream
 	CodeUpstream     = "upstream_error"     // the upstream failed the call
 	CodeCancelled    = "cancelled"          // the agent cancelled the call
+	CodeHidden       = "tool_hidden"        // a mapped tool the gate does not offer (undeclared argument, drifted pin)
+	CodeUnmappedURI  = "unmapped_resource"  // a resource URI no rule maps, or no upstream listed
+	CodeNotOffered   = "not_offered"        // prompts or completions the configuration does not pass
 )
 
 // callTool gates one tools/call.
@@ -486,119 +515,137 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	rule, ok := g.cfg.Tools[name]
 	if !ok {
-		return Refusal(CodeUnmapped, "tool %q has no mapping in the gate's configuration and is not in its passthrough list", name), nil
+		rf := &refusal{CodeUnmapped, fmt.Sprintf("tool %q has no mapping in the gate's configuration and is not in its passthrough list", name)}
+		g.record(ctx, rf, "tool", name, up.name, "", true)
+		return refusalResult(rf), nil
 	}
-	var args map[string]json.RawMessage
-	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-			return Refusal(CodeBadArguments, "tool %q: the arguments are not a JSON object: %v", name, err), nil
+	spec, args, rf := g.toolStep(name, rule, up, req.Params.Arguments)
+	if rf != nil {
+		g.record(ctx, rf, "tool", name, up.name, rule.Capability, true)
+		return refusalResult(rf), nil
+	}
+	params.Arguments = args
+	var res *mcp.CallToolResult
+	var cerr error
+	rf = g.runStep(ctx, spec, func(fctx context.Context) ran {
+		res, cerr = up.cs.CallTool(fctx, params)
+		switch {
+		case cerr != nil && ctx.Err() != nil:
+			return ran{result: "cancelled by the agent", err: "cancelled by the agent: " + ctx.Err().Error()}
+		case cerr != nil:
+			return ran{result: "upstream error", err: cerr.Error()}
 		}
-	}
-	target, err := rule.target.Render(args)
-	if err != nil {
-		return Refusal(CodeBadArguments, "tool %q: target %s: %v", name, rule.target, err), nil
-	}
-	step := name + "/" + strconv.FormatUint(g.stepN.Add(1), 10)
-	if rule.step != nil {
-		if step, err = rule.step.Render(args); err != nil {
-			return Refusal(CodeBadArguments, "tool %q: step %s: %v", name, rule.step, err), nil
+		b, _ := json.Marshal(res)
+		if res.IsError {
+			msg := firstText(res)
+			if msg == "" {
+				msg = "the tool reported an error"
+			}
+			return ran{result: "tool error", err: msg, evidence: b}
 		}
-	} else if err := scope.CheckIdentifier(step); err != nil {
-		return Refusal(CodeBadArguments, "tool %q: the default step id %s: %v (give the tool a step template)", name, step, err), nil
-	}
-	reserve := map[string]int64{}
-	for k := range g.inForce {
-		reserve[k] = 0
-	}
-	for k, v := range rule.Reserve {
-		reserve[k] = v
-	}
-	if len(reserve) == 0 {
-		reserve = nil
-	}
-
-	// No event stream, no call: a STOP could not reach it. Checked before
-	// the pending receipt (nothing is written while the stream is down)
-	// and again after it.
-	if err := g.awaitStream(ctx); err != nil {
-		return Refusal(CodeUnavailable, "%v; nothing was written and the call was not forwarded", err), nil
-	}
-
-	// Register before the pending receipt is written: every STOP logged
-	// after it reaches this call.
-	fctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c := &call{workflow: g.workflow, step: step, cancel: cancel}
-	g.mu.Lock()
-	g.inflight[c] = struct{}{}
-	g.mu.Unlock()
-	defer func() { g.mu.Lock(); delete(g.inflight, c); g.mu.Unlock() }()
-
-	pending := &statement.ReceiptDoc{ReceiptID: client.NewID("receipt"), Workflow: g.workflow, StepID: step, Action: rule.Capability,
-		Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve}
-	wctx := ctx
-	if g.doubtful(c, rule.Capability, target, reserve) {
-		wctx = client.Alone(ctx)
-	}
-	if _, err := g.rt.Receipt(wctx, pending); err != nil {
-		var de *client.DeniedError
-		if errors.As(err, &de) {
-			g.denied(de.Receipt.ReasonCode, reserve)
-			return Refusal(de.Receipt.ReasonCode, "%s (DENIAL at index %d; the call was not forwarded)", de.Receipt.Reason, de.Receipt.Index), nil
-		}
-		var re *client.RefusedError
-		if errors.As(err, &re) {
-			return Refusal(re.ReasonCode, "%s (nothing was logged; the call was not forwarded)", re.Reason), nil
-		}
-		return Refusal(CodeUnavailable, "the pending receipt was not durably accepted, so the call was not forwarded: %v", err), nil
-	}
-	out := outcome{doc: &statement.ReceiptDoc{Workflow: g.workflow, StepID: step, Action: rule.Capability, Target: target,
-		AuthorizationRef: g.grantID, ScopeHash: g.scopeHash, PendingRef: pending.ReceiptID, Consumed: rule.Reserve},
-		side: map[string]string{"tool": name, "server": up.name}}
-	if err := g.awaitStream(ctx); err != nil {
-		out.fail("not executed: " + err.Error())
-		g.writeOutcome(ctx, &out)
-		return Refusal(CodeUnavailable, "%v; the call was not forwarded", err), nil
-	}
-
-	res, err := up.cs.CallTool(fctx, params)
-	var stopped *client.StoppedError
-	errors.As(context.Cause(fctx), &stopped)
+		return ran{result: "ok", evidence: b}
+	})
 	switch {
-	case stopped != nil:
-		out.side["result"] = "cancelled by STOP " + stopped.Stop.RequestID
-		out.fail(stopped.Error())
-	case err != nil && ctx.Err() != nil:
-		out.side["result"] = "cancelled by the agent"
-		out.fail("cancelled by the agent: " + ctx.Err().Error())
-	case err != nil:
-		out.side["result"] = "upstream error"
-		out.fail(err.Error())
-	case res.IsError:
-		out.side["result"] = "tool error"
-		out.fail(firstText(res))
-		out.evidence(res)
-	default:
-		out.side["result"] = "ok"
-		out.doc.Result = statement.ResultSuccess
-		out.evidence(res)
-	}
-	if oerr := g.writeOutcome(ctx, &out); oerr != nil {
-		g.log.Error("the call ran but its outcome receipt was not logged", "tool", name, "pending", pending.ReceiptID, "err", oerr)
-	}
-	switch {
-	case stopped != nil:
-		code := "workflow_stopped"
-		if stopped.Stop.StopScope == statement.StopStep {
-			code = "step_stopped"
-		}
-		return Refusal(code, "%s (the call was cancelled upstream)", stopped.Error()), nil
-	case err != nil && ctx.Err() != nil:
+	case rf != nil && rf.code != "workflow_stopped" && rf.code != "step_stopped":
+		g.record(ctx, rf, "tool", name, up.name, rule.Capability, false)
+		return refusalResult(rf), nil
+	case rf != nil:
+		return refusalResult(rf), nil
+	case cerr != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
-	case err != nil:
-		return Refusal(CodeUpstream, "%s: %v", up.name, err), nil
+	case cerr != nil:
+		return Refusal(CodeUpstream, "%s: %v", up.name, cerr), nil
 	}
 	return res, nil
+}
+
+func refusalResult(rf *refusal) *mcp.CallToolResult { return Refusal(rf.code, "%s", rf.msg) }
+
+// toolStep makes a tool call's step: its targets and step id from the
+// rule's templates, each argument checked. Every argument must be
+// declared (a template's or inert); a path argument must be absolute, and
+// a realpath one is resolved and forwarded resolved. It returns the
+// arguments to forward.
+func (g *Gate) toolStep(name string, rule *ToolRule, up *upstream, raw json.RawMessage) (*stepSpec, json.RawMessage, *refusal) {
+	bad := func(format string, a ...any) *refusal {
+		return &refusal{CodeBadArguments, fmt.Sprintf("tool %q: ", name) + fmt.Sprintf(format, a...)}
+	}
+	var args map[string]json.RawMessage
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return nil, nil, bad("the arguments are not a JSON object: %v", err)
+		}
+	}
+	var undeclared []string
+	for k := range args {
+		if !rule.Declared(k) {
+			undeclared = append(undeclared, k)
+		}
+	}
+	if len(undeclared) > 0 {
+		slices.Sort(undeclared)
+		return nil, nil, bad("argument %s is neither in a target or step template nor declared inert in the gate's configuration", strings.Join(undeclared, ", "))
+	}
+	vals := map[string]string{}
+	changed := false
+	for _, a := range rule.TemplateArgs() {
+		rawv, ok := args[a]
+		if !ok {
+			continue // the template says it is missing
+		}
+		v, err := argValue(a, rawv)
+		if err != nil {
+			return nil, nil, bad("%v", err)
+		}
+		switch rule.Paths[a] {
+		case PathAbsolute, PathRealpath:
+			if !strings.HasPrefix(v, "/") {
+				return nil, nil, bad("argument %q is %q: the configuration declares it an absolute path (a relative one is resolved by the server against a folder of its choosing)", a, v)
+			}
+		}
+		if rule.Paths[a] == PathRealpath {
+			r, err := resolvePath(v)
+			if err != nil {
+				return nil, nil, bad("argument %q (%s): resolving the path: %v", a, v, err)
+			}
+			if r != v {
+				b, _ := json.Marshal(r)
+				args[a] = b
+				changed = true
+			}
+			v = r
+		}
+		vals[a] = v
+	}
+	spec := &stepSpec{what: "tool", name: name, up: up, capability: rule.Capability, reserve: rule.Reserve}
+	for _, t := range rule.targets {
+		target, err := t.RenderValues(vals)
+		if err != nil {
+			return nil, nil, bad("target %s: %v", t, err)
+		}
+		if !slices.Contains(spec.targets, target) {
+			spec.targets = append(spec.targets, target)
+		}
+	}
+	if rule.step != nil {
+		var err error
+		if spec.step, err = rule.step.RenderValues(vals); err != nil {
+			return nil, nil, bad("step %s: %v", rule.step, err)
+		}
+	} else {
+		spec.step = g.defaultStep(name)
+		if err := scope.CheckIdentifier(spec.step); err != nil {
+			return nil, nil, bad("the default step id %s: %v (give the tool a step template)", spec.step, err)
+		}
+	}
+	if changed {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, nil, bad("%v", err)
+		}
+		raw = b
+	}
+	return spec, raw, nil
 }
 
 // doubtful reports whether the ledger will likely deny a call's pending
@@ -670,11 +717,7 @@ func (o *outcome) fail(msg string) {
 }
 
 // evidence records the SHA-256 of the result's JSON.
-func (o *outcome) evidence(res *mcp.CallToolResult) {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return
-	}
+func (o *outcome) evidence(b []byte) {
 	sum := sha256.Sum256(b)
 	o.doc.EvidenceRefs = []string{"sha256:" + hex.EncodeToString(sum[:])}
 }
@@ -797,10 +840,11 @@ func (g *Gate) onEntry(e *api.Entry) {
 
 // upstream is one connected MCP server.
 type upstream struct {
-	name string
-	cs   *mcp.ClientSession
-	caps *mcp.ServerCapabilities
-	inst string
+	name  string
+	local bool // spawned by the gate: paths it sees are the gate's
+	cs    *mcp.ClientSession
+	caps  *mcp.ServerCapabilities
+	inst  string
 
 	syncMu sync.Mutex // one sync at a time
 	tools  []string   // guarded by syncMu: the tools it owns
@@ -810,7 +854,7 @@ type upstream struct {
 }
 
 func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
-	up := &upstream{name: u.label()}
+	up := &upstream{name: u.label(), local: len(u.Command) > 0 && u.URL == ""}
 	resync := func() {
 		go func() {
 			// A notification may come before the gate's server exists;
@@ -869,28 +913,67 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		},
 	})
 	var t mcp.Transport
+	tail := &tailWriter{}
 	switch {
 	case u.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: u.URL}
 	case len(u.Command) > 0:
 		cmd := exec.Command(u.Command[0], u.Command[1:]...)
-		cmd.Stderr = g.stderr
+		cmd.Stderr = io.MultiWriter(g.stderr, tail)
 		t = &mcp.CommandTransport{Command: cmd}
 	default:
 		return nil, errors.New("gate: an upstream needs a command or a URL")
 	}
 	cs, err := cl.Connect(ctx, t, nil)
 	if err != nil {
+		if said := tail.String(); said != "" {
+			return nil, fmt.Errorf("gate: connecting to upstream %s: %w; its standard error ended with: %s", up.name, err, said)
+		}
 		return nil, fmt.Errorf("gate: connecting to upstream %s: %w", up.name, err)
 	}
+	tail.stop()
 	up.cs = cs
 	if ir := cs.InitializeResult(); ir != nil {
 		up.caps, up.inst = ir.Capabilities, ir.Instructions
+		// Recorded by the name the server gives itself, not by the
+		// program that started it (npx, node, uvx).
+		if u.Name == "" && ir.ServerInfo != nil && ir.ServerInfo.Name != "" {
+			up.name = ir.ServerInfo.Name
+		}
 	}
 	if up.caps == nil {
 		up.caps = &mcp.ServerCapabilities{}
 	}
 	return up, nil
+}
+
+// tailWriter keeps the last 512 bytes written to it, until stopped: an
+// upstream that fails to start says why on its standard error.
+type tailWriter struct {
+	mu      sync.Mutex
+	b       []byte
+	stopped bool
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.b = append(w.b, p...)
+		if len(w.b) > 512 {
+			w.b = w.b[len(w.b)-512:]
+		}
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) stop() { w.mu.Lock(); w.stopped, w.b = true, nil; w.mu.Unlock() }
+
+// String is the text kept, on one line.
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(w.b), "?")), " ")
 }
 
 func (g *Gate) isReady() bool {
@@ -940,7 +1023,7 @@ func (g *Gate) serverOptions() *mcp.ServerOptions {
 			caps.Resources = &mcp.ResourceCapabilities{ListChanged: true}
 			subscribe = subscribe || up.caps.Resources.Subscribe
 		}
-		if up.caps.Prompts != nil {
+		if up.caps.Prompts != nil && g.cfg.Prompts {
 			caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 		}
 		if up.caps.Logging != nil {
@@ -956,11 +1039,23 @@ func (g *Gate) serverOptions() *mcp.ServerOptions {
 		o.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			up := g.resourceOwner(req.Params.URI)
 			if up == nil {
-				return fmt.Errorf("no upstream server offers resource %q", req.Params.URI)
+				rf := &refusal{CodeUnmappedURI, fmt.Sprintf("no upstream server listed resource %s (or a template it matches)", req.Params.URI)}
+				g.record(ctx, rf, "resource", req.Params.URI, "", "", true)
+				return rf
 			}
-			p := *req.Params
-			p.Meta = hop(p.Meta)
-			return up.cs.Subscribe(ctx, &p)
+			var serr error
+			rf := g.gateResource(ctx, up, req.Params.URI, func(fctx context.Context) ran {
+				p := *req.Params
+				p.Meta = hop(p.Meta)
+				if serr = up.cs.Subscribe(fctx, &p); serr != nil {
+					return ran{result: "upstream error", err: serr.Error()}
+				}
+				return ran{result: "subscribed"}
+			})
+			if rf != nil {
+				return rf
+			}
+			return serr
 		}
 		o.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 			up := g.resourceOwner(req.Params.URI)
@@ -972,7 +1067,7 @@ func (g *Gate) serverOptions() *mcp.ServerOptions {
 			return up.cs.Unsubscribe(ctx, &p)
 		}
 	}
-	if complete {
+	if complete && g.cfg.Completions {
 		caps.Completions = &mcp.CompletionCapabilities{}
 		o.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var up *upstream
@@ -996,18 +1091,20 @@ func (g *Gate) serverOptions() *mcp.ServerOptions {
 	return o
 }
 
-// resourceOwner finds the upstream of a resource URI: one it listed, or
-// else the first upstream with resources.
+// resourceOwner finds the upstream that listed a resource URI, or a
+// resource template it matches; none: nil (never a guess).
 func (g *Gate) resourceOwner(uri string) *upstream {
 	g.mu.Lock()
-	up := g.rowner[uri]
-	g.mu.Unlock()
-	if up != nil {
+	defer g.mu.Unlock()
+	if up := g.rowner[uri]; up != nil {
 		return up
 	}
-	for _, u := range g.ups {
-		if u.caps.Resources != nil {
-			return u
+	for k, up := range g.rowner {
+		if !strings.Contains(k, "{") {
+			continue
+		}
+		if t, err := uritemplate.New(k); err == nil && t.Regexp().MatchString(uri) {
+			return up
 		}
 	}
 	return nil
@@ -1034,6 +1131,12 @@ func (g *Gate) sync(ctx context.Context, up *upstream) error {
 				g.log.Warn("two upstreams offer one tool; the first keeps it", "tool", t.Name, "upstream", up.name)
 				continue
 			}
+			if why := g.unfit(up, t); why != "" {
+				g.hide(t.Name, why, up)
+				g.release(g.owner, []string{t.Name}, up)
+				continue
+			}
+			g.hide(t.Name, "", up)
 			if err := addTool(g.server, t, g.callTool); err != nil {
 				g.log.Warn("an upstream tool cannot be offered", "tool", t.Name, "upstream", up.name, "err", err)
 				g.release(g.owner, []string{t.Name}, up)
@@ -1052,7 +1155,7 @@ func (g *Gate) sync(ctx context.Context, up *upstream) error {
 			if err != nil {
 				return fmt.Errorf("gate: listing the resources of %s: %w", up.name, err)
 			}
-			if g.claim(g.rowner, r.URI, up) && try(func() { g.server.AddResource(r, forwardRead(up)) }) == nil {
+			if g.claim(g.rowner, r.URI, up) && try(func() { g.server.AddResource(r, g.gatedRead(up)) }) == nil {
 				uris = append(uris, r.URI)
 			}
 		}
@@ -1066,7 +1169,7 @@ func (g *Gate) sync(ctx context.Context, up *upstream) error {
 				// Not every server has templates; resources still work.
 				break
 			}
-			if g.claim(g.rowner, t.URITemplate, up) && try(func() { g.server.AddResourceTemplate(t, forwardRead(up)) }) == nil {
+			if g.claim(g.rowner, t.URITemplate, up) && try(func() { g.server.AddResourceTemplate(t, g.gatedRead(up)) }) == nil {
 				tmpls = append(tmpls, t.URITemplate)
 			}
 		}
@@ -1075,7 +1178,7 @@ func (g *Gate) sync(ctx context.Context, up *upstream) error {
 		g.server.RemoveResourceTemplates(gone...)
 		up.tmpl = tmpls
 	}
-	if up.caps.Prompts != nil {
+	if up.caps.Prompts != nil && g.cfg.Prompts {
 		var names []string
 		for p, err := range up.cs.Prompts(ctx, nil) {
 			if err != nil {
@@ -1099,12 +1202,125 @@ func (g *Gate) sync(ctx context.Context, up *upstream) error {
 	return nil
 }
 
-func forwardRead(up *upstream) mcp.ResourceHandler {
+// gatedRead reads a resource of up as a step: the configuration's
+// resources rule for the URI gives its capability and target.
+func (g *Gate) gatedRead(up *upstream) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		p := *req.Params
-		p.Meta = hop(p.Meta)
-		return up.cs.ReadResource(ctx, &p)
+		uri := req.Params.URI
+		var res *mcp.ReadResourceResult
+		var rerr error
+		rf := g.gateResource(ctx, up, uri, func(fctx context.Context) ran {
+			p := *req.Params
+			p.Meta = hop(p.Meta)
+			res, rerr = up.cs.ReadResource(fctx, &p)
+			if rerr != nil {
+				return ran{result: "upstream error", err: rerr.Error()}
+			}
+			b, _ := json.Marshal(res)
+			return ran{result: "ok", evidence: b}
+		})
+		if rf != nil {
+			return nil, rf
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("%s: %s: %w", CodeUpstream, up.name, rerr)
+		}
+		return res, nil
 	}
+}
+
+// gateResource runs fn (a read of, or a subscription to, uri on up) as a
+// step under the configuration's resources rule for uri; a URI no rule
+// maps is refused.
+func (g *Gate) gateResource(ctx context.Context, up *upstream, uri string, fn func(context.Context) ran) *refusal {
+	rule, target, err := g.cfg.Resource(uri)
+	if rule == nil {
+		rf := &refusal{CodeUnmappedURI, fmt.Sprintf("resource %s: no resources rule of the gate's configuration maps this URI", uri)}
+		g.record(ctx, rf, "resource", uri, up.name, "", true)
+		return rf
+	}
+	if err != nil {
+		rf := &refusal{CodeBadArguments, err.Error()}
+		g.record(ctx, rf, "resource", uri, up.name, rule.Capability, true)
+		return rf
+	}
+	spec := &stepSpec{what: "resource", name: uri, up: up, capability: rule.Capability, targets: []string{target}, step: g.defaultStep("resource")}
+	rf := g.runStep(ctx, spec, fn)
+	if rf != nil && rf.code != "workflow_stopped" && rf.code != "step_stopped" {
+		g.record(ctx, rf, "resource", uri, up.name, rule.Capability, false)
+	}
+	return rf
+}
+
+// unfit says why a mapped tool is not offered ("" when it is): its
+// definition differs from its pin, an argument of its input schema is
+// undeclared, or a realpath argument's upstream is not local.
+func (g *Gate) unfit(up *upstream, t *mcp.Tool) string {
+	rule := g.cfg.Tools[t.Name]
+	if rule == nil {
+		return ""
+	}
+	if rule.Pin != "" {
+		h, err := DefinitionHash(t.Name, t.Description, t.InputSchema)
+		if err != nil {
+			return fmt.Sprintf("its definition cannot be hashed: %v", err)
+		}
+		if h != rule.Pin {
+			return fmt.Sprintf("its definition (name, description, input schema) drifted from its pin: pinned %s, offered %s; review the tool, then run custody gate pin", rule.Pin, h)
+		}
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if b, err := json.Marshal(t.InputSchema); err == nil {
+		json.Unmarshal(b, &schema)
+	}
+	var undeclared []string
+	for k := range schema.Properties {
+		if !rule.Declared(k) {
+			undeclared = append(undeclared, k)
+		}
+	}
+	if len(undeclared) > 0 {
+		slices.Sort(undeclared)
+		return fmt.Sprintf("undeclared argument(s) %s: each argument of its input schema must be in a target or step template or declared inert; name it in \"targets\" if it designates something acted on, else add it to \"inert\"", strings.Join(undeclared, ", "))
+	}
+	if !up.local {
+		for a, mode := range rule.Paths {
+			if mode == PathRealpath {
+				return fmt.Sprintf("paths.%s is realpath, which the gate can only resolve for an upstream it spawns; %s is reached by URL (use absolute)", a, up.name)
+			}
+		}
+	}
+	return ""
+}
+
+// hide records that a tool is not offered (why), or offered again (why
+// empty), and says so on standard error when that changes.
+func (g *Gate) hide(tool, why string, up *upstream) {
+	g.mu.Lock()
+	old := g.hidden[tool]
+	if why == "" {
+		delete(g.hidden, tool)
+	} else {
+		g.hidden[tool] = why
+	}
+	n := len(g.hidden)
+	g.mu.Unlock()
+	g.metrics.hidden.Set(float64(n))
+	switch {
+	case why != "" && why != old:
+		g.log.Warn("tool hidden: the gate does not offer it", "tool", tool, "upstream", up.name, "reason", why)
+	case why == "" && old != "":
+		g.log.Info("tool offered again", "tool", tool, "upstream", up.name)
+	}
+}
+
+// Hidden is the mapped tools the gate does not offer, and why.
+func (g *Gate) Hidden() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.hidden)
 }
 
 // hop is the part of a request's _meta that travels on to the upstream:

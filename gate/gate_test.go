@@ -100,8 +100,8 @@ func serveUpstream(tb testing.TB, s *mcp.Server) string {
 }
 
 const testConfig = `{"tools": {
-  "write": {"capability": "fs.write", "target": "fs/{path}", "reserve": {"writes": 1}},
-  "slow": {"capability": "fs.write", "target": "fs/{path}", "step": "slow/{path}"}
+  "write": {"capability": "fs.write", "target": "fs/{path}", "inert": ["text"], "reserve": {"writes": 1}},
+  "slow": {"capability": "fs.write", "target": "fs/{path}", "inert": ["text"], "step": "slow/{path}"}
  },
  "passthrough": ["echo"]}`
 
@@ -268,9 +268,11 @@ func TestGatedCall(t *testing.T) {
 	if res, text := w.call(t, "echo", map[string]any{"path": "-", "text": "hi"}); res.IsError || text != "hi" {
 		t.Fatalf("passthrough: %q", text)
 	}
+	// The gate's own refusals (bad_arguments, unmapped_tool) are in the
+	// log too: each as a pending receipt the ledger denied.
 	rs, denials := w.receipts(t)
-	if len(rs) != n+2 || len(denials) != 2 {
-		t.Fatalf("%d receipts and %d denials, want %d and 2", len(rs), len(denials), n+2)
+	if len(rs) != n+2 || len(denials) != 7 {
+		t.Fatalf("%d receipts and %d denials, want %d and 7", len(rs), len(denials), n+2)
 	}
 }
 
@@ -527,7 +529,7 @@ func restartLedger(t *testing.T, lg *servertest.Log, addr string) {
 // alone, since the gate sees they are out of scope) cost no other call's
 // receipt a seq_mismatch.
 func TestConcurrentCalls(t *testing.T) {
-	w := newWorld(t, `{"tools": {"write": {"capability": "fs.write", "target": "fs/{path}"}}}`)
+	w := newWorld(t, `{"tools": {"write": {"capability": "fs.write", "target": "fs/{path}", "inert": ["text"]}}}`)
 	var wg sync.WaitGroup
 	texts := make([]string, 32)
 	errs := make([]bool, 32)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,13 @@ type Role struct {
 	Expires           time.Time
 	// Takeovers counts the times this server took the lease; Failovers
 	// the takeovers of the log as the store counts them; StepDowns the
-	// times this server lost it.
-	Takeovers, StepDowns, Failovers uint64
+	// times this server stopped sequencing, for any reason; Lost the
+	// step-downs it did not choose (taken over, not renewed in time, a
+	// fenced commit); RenewedLate the renewals that came after more than
+	// half the lease had passed; FencedCommits the batches the store
+	// refused because the lease had moved on.
+	Takeovers, StepDowns, Failovers  uint64
+	Lost, RenewedLate, FencedCommits uint64
 }
 
 // leadership is the live state behind Role.
@@ -75,7 +81,8 @@ type leadership struct {
 	last   storage.Lease
 	change chan struct{} // closed and replaced at every change of role
 
-	takeovers, stepDowns atomic.Uint64
+	takeovers, stepDowns             atomic.Uint64
+	lost, renewedLate, fencedCommits atomic.Uint64
 	// seqEpoch is the epoch the sequencer's state was loaded under (owned
 	// by the sequencer goroutine).
 	seqEpoch uint64
@@ -106,7 +113,8 @@ func (l *Ledger) Role() Role {
 	defer l.lead.mu.Unlock()
 	r := Role{Shared: true, Leader: l.lead.epoch.Load() != 0, Epoch: l.lead.last.Epoch, LeaderURL: l.lead.last.URL,
 		Holder: l.lead.last.Holder, Expires: l.lead.last.Expires, Takeovers: l.lead.takeovers.Load(),
-		StepDowns: l.lead.stepDowns.Load(), Failovers: l.lead.last.Failovers}
+		StepDowns: l.lead.stepDowns.Load(), Failovers: l.lead.last.Failovers,
+		Lost: l.lead.lost.Load(), RenewedLate: l.lead.renewedLate.Load(), FencedCommits: l.lead.fencedCommits.Load()}
 	if !l.lead.last.Live && !r.Leader {
 		r.LeaderURL, r.Holder = "", ""
 	}
@@ -194,14 +202,67 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 		l.lead.renewed = start
 		l.lead.epoch.Store(ls.Epoch)
 		l.lead.takeovers.Add(1)
+		l.leaseEvent("took", "lease taken", slog.Uint64("epoch", ls.Epoch), slog.Uint64("failovers", ls.Failovers),
+			slog.Time("expires", ls.Expires))
 		l.roleChanged()
 	}
 	return nil
 }
 
+// commitContext is the context of a batch's commit: on a shared store it
+// ends when this server's role changes (it lost or gave up the lease), so
+// a commit stuck on a database that stopped answering (a partition that
+// keeps the sockets open) ends at once, and its submitters are answered
+// not_leader rather than held until the fault ends. A commit whose
+// COMMIT was sent is then of unknown outcome, which resolveUnknown
+// settles, or leaves to the next leader.
+func (l *Ledger) commitContext() (context.Context, context.CancelFunc) {
+	if l.lead.leaser == nil {
+		return context.Background(), func() {}
+	}
+	lead, changed := l.Leading()
+	ctx, cancel := context.WithCancel(context.Background())
+	if !lead {
+		return ctx, cancel
+	}
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// leaseEvent writes the one log line of a lease event (took, renewed
+// late, lost, stepped down, fenced commit); the counters behind Role, and
+// the server's metrics, count them.
+func (l *Ledger) leaseEvent(event, msg string, attrs ...slog.Attr) {
+	attrs = append([]slog.Attr{slog.String("lease_event", event), slog.String("log", l.origin),
+		slog.String("holder", l.opts.Advertise)}, attrs...)
+	level := slog.LevelInfo
+	if event != "took" {
+		level = slog.LevelWarn
+	}
+	lg := l.opts.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	lg.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// fencedCommit records a batch the store refused under this server's
+// epoch.
+func (l *Ledger) fencedCommit(err error) {
+	l.lead.fencedCommits.Add(1)
+	l.leaseEvent("fenced_commit", "commit fenced: the lease moved on", slog.Uint64("epoch", l.lead.seqEpoch), slog.String("err", err.Error()))
+}
+
 // stepDown gives up sequencing: the store forgets the epoch, so nothing
-// more is committed under it.
-func (l *Ledger) stepDown(reason string) {
+// more is committed under it. lost says this server did not choose to.
+func (l *Ledger) stepDown(reason string, lost bool) {
+	held := l.lead.epoch.Load()
 	l.lead.leaser.Drop()
 	// Learn who leads now, so that refusals can name it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -215,10 +276,18 @@ func (l *Ledger) stepDown(reason string) {
 		} else {
 			l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
 		}
+		now := l.lead.last
 		l.lead.mu.Unlock()
 		l.roleChanged()
+		event, msg := "stepped_down", "lease given up"
+		if lost {
+			l.lead.lost.Add(1)
+			event, msg = "lost", "lease lost"
+		}
+		l.leaseEvent(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
+			slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
+			slog.Duration("since_renewal", time.Since(l.lead.renewed)))
 	}
-	_ = reason
 }
 
 // leaseLoop renews the lease while this server holds it, tries to take it
@@ -262,6 +331,11 @@ func (l *Ledger) leaseLoop() {
 			exp, err := l.lead.leaser.Renew(ctx, ttl)
 			switch {
 			case err == nil:
+				if gap := start.Sub(l.lead.renewed); gap > ttl/2 {
+					l.lead.renewedLate.Add(1)
+					l.leaseEvent("renewed_late", "lease renewed late", slog.Uint64("epoch", l.lead.epoch.Load()),
+						slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))
+				}
 				l.lead.renewed = start
 				l.lead.mu.Lock()
 				l.lead.last.Expires, l.lead.last.Live = exp, true
@@ -269,13 +343,13 @@ func (l *Ledger) leaseLoop() {
 				nextLease = start.Add(ttl / 3)
 				l.maybeHandOff()
 			case errors.Is(err, storage.ErrFenced):
-				l.stepDown("lease taken over")
+				l.stepDown("lease taken over", true)
 			case time.Since(l.lead.renewed) > ttl*9/10:
 				// The database has not confirmed the lease for almost its
 				// whole life: another server may hold it by now. Stop
 				// before it could (the fence would refuse a commit
 				// anyway; this keeps answers honest).
-				l.stepDown("lease not renewed in time")
+				l.stepDown("lease not renewed in time", true)
 			}
 		} else {
 			if err := l.tryLead(ctx); err == nil {
@@ -309,7 +383,7 @@ func (l *Ledger) maybeHandOff() {
 	}
 	l.lead.handedOff = time.Now()
 	l.lead.leaser.Release(ctx)
-	l.stepDown("handed over to a server that prefers this log")
+	l.stepDown("handed over to a server that prefers this log", false)
 }
 
 // followHead reads the committed head on a follower and publishes it.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,6 +29,9 @@ import (
 
 // Options tune an open ledger. The zero value is sensible.
 type Options struct {
+	// Logger receives the lease events (took, renewed late, lost,
+	// stepped down, fenced commit), one line each (default slog.Default()).
+	Logger *slog.Logger
 	// MaxBatch is the most submissions committed in one transaction
 	// (default 1024). MaxBatchBytes bounds their total size (default 4 MiB).
 	// A batch whose transaction would still pass the store's size limit
@@ -205,7 +209,7 @@ type Ledger struct {
 	ownKeys map[string]bool
 
 	prover *merkle.Prover
-	keys   sync.Map // key id -> ed25519.PublicKey, for the verify workers
+	keys   sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	seqQ    chan *request
 	verifyQ chan *request

@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +26,9 @@ type Result struct {
 	// result is that first decision and nothing new was appended.
 	Duplicate bool
 	Notes     []string
+	// Hold is set when the statement is a pending receipt an approval
+	// rule held (DESIGN §7): its deadline and matched rules.
+	Hold *authority.HoldInfo
 	// Head is a checkpoint that includes Index, and Proof the inclusion
 	// proof of Index in it.
 	Head  Head
@@ -291,13 +293,15 @@ func (l *Ledger) check(req *request) {
 		req.refusal = r
 		return
 	}
-	pub := l.publicKey(env.KeyID)
-	if pub == nil {
+	key, ok := l.signingKey(env.KeyID)
+	if !ok {
 		// An unknown key may be bound by an earlier entry of the same
 		// batch: the sequencer verifies and parses those itself.
 		return
 	}
-	if err := env.Verify(pub); err != nil {
+	// One check for Ed25519 and passkey signatures alike (sign.VerifyKey,
+	// DESIGN §1).
+	if err := env.VerifyKey(key); err != nil {
 		req.refusal = refusal(authority.BadSignature, "signature by key %s does not verify: %v", env.KeyID, err)
 		return
 	}
@@ -310,26 +314,56 @@ func (l *Ledger) check(req *request) {
 	req.parsed = true
 }
 
-// publicKey finds a bound key in committed state, caching it. A key id is
-// the SHA-256 of its key, so the cache cannot map an id to a wrong key.
-func (l *Ledger) publicKey(keyID string) ed25519.PublicKey {
+// signingKey finds a bound key in committed state, caching it. A key id
+// is the SHA-256 of its key, so the cache cannot map an id to a wrong key;
+// a passkey's rp_id and origins never change once bound.
+func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 	if v, ok := l.keys.Load(keyID); ok {
-		return v.(ed25519.PublicKey)
+		return v.(sign.Key), true
 	}
 	raw, err := l.store.Record(context.Background(), authority.KeyRecordKey(keyID))
 	if err != nil || raw == nil {
-		return nil
+		return sign.Key{}, false
 	}
 	var rec authority.KeyRec
 	if json.Unmarshal(raw, &rec) != nil {
+		return sign.Key{}, false
+	}
+	var key sign.Key
+	if rec.IsPasskey() {
+		pk, err := sign.NewPasskey(rec.KeyType, rec.PublicKey, rec.RPID, rec.Origins)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		key.Passkey = pk
+	} else {
+		pub, err := sign.ParsePublicKey(rec.PublicKey)
+		if err != nil {
+			return sign.Key{}, false
+		}
+		key.Ed25519 = pub
+	}
+	l.keys.Store(keyID, key)
+	return key, true
+}
+
+// unverifiedRepeat checks the signature of a passkey submission the
+// workers could not verify (its key was not yet committed) before it is
+// answered as a repeat: a passkey repeat is recognised by payload and
+// keyid, not signature bytes (DESIGN §1), so its signature must still
+// verify before it learns the first decision. nil means it may.
+func (l *Ledger) unverifiedRepeat(req *request) *authority.DecisionError {
+	if req.verified || !sign.IsPasskeySig(req.env.Sig) {
 		return nil
 	}
-	pub, err := sign.ParsePublicKey(rec.PublicKey)
-	if err != nil {
-		return nil
+	key, ok := l.engine.SigningKey(req.env.KeyID)
+	if !ok {
+		return refusal(authority.UnknownKey, "key %s is not bound in this log", req.env.KeyID)
 	}
-	l.keys.Store(keyID, pub)
-	return pub
+	if err := req.env.VerifyKey(key); err != nil {
+		return refusal(authority.BadSignature, "signature by key %s does not verify: %v", req.env.KeyID, err)
+	}
+	return nil
 }
 
 // sequencer orders submissions, decides them and commits batches.
@@ -458,6 +492,10 @@ func (l *Ledger) process(batch []*request) {
 			continue
 		}
 		if j, ok := seen[req.hash]; ok {
+			if r := l.unverifiedRepeat(req); r != nil {
+				a.err = r
+				continue
+			}
 			a.dupOf = j
 			continue
 		}
@@ -470,6 +508,13 @@ func (l *Ledger) process(batch []*request) {
 			}
 		}
 		if prior, err := known.prior(l, req.hash); err != nil || prior != nil {
+			// A passkey repeat is recognised by payload and keyid, not
+			// signature bytes (DESIGN §1): its signature must still verify
+			// before it learns the first decision.
+			if r := l.unverifiedRepeat(req); err == nil && r != nil {
+				a.err = r
+				continue
+			}
 			a.res, a.err = prior, err
 			continue
 		}
@@ -546,7 +591,7 @@ func (l *Ledger) process(batch []*request) {
 		b.Leaves = append(b.Leaves, leaf)
 		b.Dedup = append(b.Dedup, storage.Dedup{Hash: req.hash, Index: next})
 		hashes = append(hashes, merkle.LeafHash(leaf))
-		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Leaf: leaf}
+		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Hold: d.Hold, Leaf: leaf}
 		seen[req.hash] = i
 		next++
 	}
@@ -748,8 +793,12 @@ func (l *Ledger) commitJob(j *job) {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell
 			// the submitters where to go.
-			l.stepDown("fenced")
+			l.fencedCommit(err)
+			l.stepDown("fenced commit", true)
 			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
+		} else if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+			// The lease was lost while the batch was being committed.
+			err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease during the commit"), err)
 		}
 		// The sequencer learns of the failure before any submitter does:
 		// a submitter that retries at once must find the state recovered,
@@ -846,7 +895,9 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 // only if the store holds its leaves.
 func (l *Ledger) commit(j *job) error {
 	start := time.Now()
-	err := l.store.Commit(context.Background(), j.batch)
+	ctx, cancel := l.commitContext()
+	err := l.store.Commit(ctx, j.batch)
+	cancel()
 	if errors.Is(err, storage.ErrCommitUnknown) {
 		err = l.resolveUnknown(j, err)
 	}
@@ -864,6 +915,12 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
+		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+			// This server lost the lease: the next leader reads the
+			// outcome from the store, and answers a resent submission
+			// with its decision; the submitters need not wait here.
+			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
+		}
 		ok, err := l.settleAndCheck(b)
 		if err == nil {
 			if ok {
@@ -1058,6 +1115,13 @@ func (l *Ledger) priorAt(index uint64) (*Result, error) {
 	r := &Result{Verdict: authority.Accepted, Index: index, Duplicate: true}
 	if den, ok := e.Statement.(*statement.DenialDoc); ok && e.Envelope.KeyID != "" {
 		r.Verdict, r.Code, r.Reason = authority.Denied, authority.Code(den.ReasonCode), den.Reason
+	}
+	if rc, ok := e.Statement.(*statement.ReceiptDoc); ok && rc.IsPending() {
+		// A repeat of a held receipt is answered held, as the first time.
+		if p := l.StateView().Pending(rc.ReceiptID); p != nil && p.Hold != nil && p.Index == index {
+			exp, _ := statement.ParseLoggedAt(p.Hold.Deadline)
+			r.Hold = &authority.HoldInfo{ExpiresAt: exp, Rules: p.Hold.Rules}
+		}
 	}
 	return r, nil
 }

@@ -25,6 +25,10 @@ type Scope struct {
 // means absent, which for step_ids and principals means "any"; a nil or
 // empty Limits map means no limits.
 type Descriptor struct {
+	// Approvals are the grant's own approval rules (DESIGN §7), sorted by
+	// rule_id; nil for none. Ancestors' rules stay in force below them
+	// but are not copied here.
+	Approvals    []Rule           `json:"approvals,omitempty"`
 	Capabilities []string         `json:"capabilities"`
 	ExpiresAt    string           `json:"expires_at"` // RFC 3339, UTC, "Z", whole seconds
 	Limits       map[string]int64 `json:"limits,omitempty"`
@@ -61,6 +65,9 @@ func (d Descriptor) Validate() error {
 
 // validate is Validate that also returns the parsed expiry.
 func (d Descriptor) validate() (time.Time, error) {
+	if err := CheckRules(d.Approvals); err != nil {
+		return time.Time{}, err
+	}
 	if err := CheckSet("capabilities", d.Capabilities, false); err != nil {
 		return time.Time{}, err
 	}
@@ -142,6 +149,13 @@ func ParseTime(s string) (time.Time, error) {
 // no memory with s or limits, an empty limits map becomes nil, and the
 // result is validated: a nil error means it is canonical and hashable.
 func Derive(s Scope, limits map[string]int64, timestamp time.Time, ttlSeconds int64) (Descriptor, error) {
+	return DeriveRules(s, limits, nil, timestamp, ttlSeconds)
+}
+
+// DeriveRules is Derive for a grant that carries approval rules: they are
+// copied into the descriptor as they are (they must already be canonical,
+// sorted by rule_id).
+func DeriveRules(s Scope, limits map[string]int64, rules []Rule, timestamp time.Time, ttlSeconds int64) (Descriptor, error) {
 	if timestamp.Nanosecond() != 0 {
 		return Descriptor{}, errorf(CodeNonCanonical, "timestamp %s has a fractional second", timestamp.UTC().Format(time.RFC3339Nano))
 	}
@@ -157,6 +171,7 @@ func Derive(s Scope, limits map[string]int64, timestamp time.Time, ttlSeconds in
 		return Descriptor{}, errorf(CodeNonCanonical, "expiry of timestamp %s plus %d seconds is outside years 0000..9999", timestamp.UTC().Format(TimeLayout), ttlSeconds)
 	}
 	d := Descriptor{
+		Approvals:    CloneRules(rules),
 		Capabilities: slices.Clone(s.Capabilities),
 		ExpiresAt:    exp.Format(TimeLayout),
 		Principals:   slices.Clone(s.Principals),

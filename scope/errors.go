@@ -24,6 +24,7 @@ const (
 	CodePrincipalMismatch   Code = "principal_mismatch"   // a grantee name is outside an ancestor's principals
 	CodeDepthExceeded       Code = "depth_exceeded"       // a delegation would go deeper than max_depth
 	CodeOutOfScope          Code = "out_of_scope"         // a receipt's action, target or step is outside its grant
+	CodeSchemaInvalid       Code = "schema_invalid"       // an approval rule's count or range is out of bounds
 )
 
 // Error is a denial with a stable Code and a sentence that names the

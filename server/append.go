@@ -12,6 +12,7 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
 )
 
@@ -32,16 +33,15 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 
 	// Read the body first, under its own deadline and cap, so that a slow
 	// sender never holds a slot an honest append needs.
-	select {
-	case s.reading <- struct{}{}:
-	default:
+	doneReading, refused := s.takeReading(w, r)
+	if refused != "" {
 		s.m.appends.WithLabelValues("overloaded").Inc()
-		s.unavailable(w, api.CodeOverloaded, "too many appends being received; retry later")
+		s.unavailable(w, api.CodeOverloaded, refused)
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
-	<-s.reading
+	doneReading()
 	if err == nil {
 		// Never queue without bound: when the cap is reached, say so at once.
 		select {
@@ -67,6 +67,31 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.l.Append(r.Context(), body)
 	s.answerAppend(w, r, start, res, err)
+}
+
+// storeTrouble reports whether err is the store failing in a way that
+// is not custody's own bug: the database away or refusing for want of
+// resources, a lease that moved on, a commit of unknown outcome, or any
+// PostgreSQL error outside the classes custody's own mistakes fall in
+// (22 data exception, 23 integrity constraint, 42 syntax or access rule,
+// 0A feature not supported). Nothing was acknowledged, and sending the
+// same bytes again is safe, so it is answered 503 with Retry-After.
+func storeTrouble(err error) bool {
+	if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown) {
+		return true
+	}
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		switch c := se.SQLState(); {
+		case len(c) < 2:
+			return true
+		case c[:2] == "22", c[:2] == "23", c[:2] == "42", c[:2] == "0A":
+			return false
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // answerAppend writes the answer to one submission, given the ledger's
@@ -101,7 +126,7 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		writeJSON(w, http.StatusServiceUnavailable, api.Error{ReasonCode: api.CodeNotLeader,
 			Reason: "nothing was acknowledged: " + err.Error(), Leader: leader})
 		return
-	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown):
+	case storeTrouble(err):
 		// The database is away, or another server took over: fail closed.
 		// Sending the same bytes again is safe (they are deduplicated).
 		s.m.appends.WithLabelValues("unavailable").Inc()
@@ -140,6 +165,10 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		out.Checkpoint, out.InclusionProof = cp, hashStrings(proof)
 	}
 	status := http.StatusOK
+	if res.Verdict == authority.Accepted && res.Hold != nil {
+		out.Verdict, out.ExpiresAt, out.Rules = api.Held, statement.FormatLoggedAt(res.Hold.ExpiresAt), holdRules(res.Hold.Rules)
+		status = http.StatusAccepted
+	}
 	if res.Verdict != authority.Accepted {
 		idx := res.Index
 		out.Verdict, out.DenialIndex, out.ReasonCode, out.Reason = api.Denied, &idx, string(res.Code), res.Reason

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -39,25 +41,22 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.appends.Done()
 
-	select {
-	case s.reading <- struct{}{}:
-	default:
+	doneReading, refused := s.takeReading(w, r)
+	if refused != "" {
 		s.m.appends.WithLabelValues("overloaded").Inc()
-		s.unavailable(w, api.CodeOverloaded, "too many appends being received; retry later")
+		s.unavailable(w, api.CodeOverloaded, refused)
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	var req api.BatchRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, api.MaxBatchBody))
-	err := dec.Decode(&req)
-	<-s.reading
+	req, err := decodeBatch(http.MaxBytesReader(w, r.Body, api.MaxBatchBody))
+	doneReading()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			s.refused(w, start, authority.TooLarge, "the batch exceeds "+strconv.Itoa(api.MaxBatchBody)+" bytes")
 			return
 		}
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the body is not a batch ({\"envelopes\":[...]}): "+err.Error())
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the body is not a batch (exactly {\"envelopes\":[...]}): "+err.Error())
 		return
 	}
 	if n := len(req.Envelopes); n == 0 || n > api.MaxBatch {
@@ -123,4 +122,48 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.body.Write(b)
+}
+
+// decodeBatch reads a batch request: one JSON object whose only member is
+// "envelopes" (spelled exactly so, once), and nothing after it. A wrapper
+// with another member, the member twice, or trailing data is refused:
+// what a server accepts is what a reader of the request understands, with
+// no room for two readers to disagree (DESIGN §2 holds statements to the
+// same rule).
+func decodeBatch(body io.Reader) (api.BatchRequest, error) {
+	var req api.BatchRequest
+	dec := json.NewDecoder(body)
+	if tok, err := dec.Token(); err != nil {
+		return req, err
+	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return req, fmt.Errorf("a batch is a JSON object, not %v", tok)
+	}
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return req, err
+		}
+		key, _ := tok.(string)
+		switch {
+		case key != "envelopes":
+			return req, fmt.Errorf("unknown member %q (a batch holds only \"envelopes\")", key)
+		case seen:
+			return req, errors.New(`member "envelopes" given twice`)
+		}
+		seen = true
+		if err := dec.Decode(&req.Envelopes); err != nil {
+			return req, fmt.Errorf("envelopes: %w", err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return req, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return req, errors.New("data after the batch object")
+	}
+	if !seen {
+		return req, errors.New(`no member "envelopes"`)
+	}
+	return req, nil
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/ed25519"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/statement"
 )
 
 // getEvents streams a workflow's entries as server-sent events:
@@ -55,6 +58,12 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
 	}
+	if after > MaxEventIndex {
+		// No entry can ever follow it: such a stream would hold a slot
+		// and deliver nothing, forever.
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("Last-Event-ID or ?after= %d: no entry can follow it (entry indexes stay below 2^62; a stream resumes after an index it was sent)", after))
+		return
+	}
 	if ok, err := s.l.WorkflowExists(wf); err != nil {
 		s.readError(w, r, err)
 		return
@@ -62,23 +71,11 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "workflow "+strconv.Quote(wf)+" has no entries: there is nothing to watch")
 		return
 	}
-	addr := clientAddr(r)
-	if !s.addrs.open(addr, time.Now(), s.opts.StreamOpensPerAddr, s.opts.MaxStreamsPerAddr) {
-		s.unavailable(w, api.CodeOverloaded, "too many event streams opened from "+addr+" in the last seconds; retry later")
+	release, ok := s.admitStream(w, r, wf)
+	if !ok {
 		return
 	}
-	if !s.addrs.take(addr, s.opts.MaxStreamsPerAddr) {
-		s.unavailable(w, api.CodeOverloaded, "too many event streams open from "+addr+"; close some or retry later")
-		return
-	}
-	defer s.addrs.release(addr)
-	select {
-	case s.streams <- struct{}{}:
-	default:
-		s.unavailable(w, api.CodeOverloaded, "too many event streams open; retry later")
-		return
-	}
-	defer func() { <-s.streams }()
+	defer release()
 	rc := http.NewResponseController(w)
 	// The server's ReadTimeout would end a long stream (and cancel its
 	// context): a stream reads nothing after its request.
@@ -317,6 +314,12 @@ func setSendBuffer(c net.Conn) {
 	}
 }
 
+// MaxEventIndex is the largest index a stream may start after: no log
+// reaches 2^62 entries (at a million a second, 146,000 years), so a
+// larger Last-Event-ID or ?after= was never sent by this server and no
+// entry could ever follow it.
+const MaxEventIndex = 1<<62 - 1
+
 // streamPage is how many entries a stream reads under one heavy-read token.
 const streamPage = 256
 
@@ -345,4 +348,94 @@ func (s *Server) encodeEvents(idx []uint64, size uint64) ([][]byte, error) {
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// admitStream takes what a new stream on wf holds, or answers why not.
+//
+// A stream a runtime opened for its own step (api.HeaderStreamStep,
+// checked by stepStream) takes one of MaxStepStreams, at most two per
+// step, and nothing else: no other client can crowd it out, whatever
+// they hold. Any other stream takes one of its client's new-stream
+// tokens (StreamOpensPerAddr), one of its client's MaxStreamsPerAddr, one
+// of the workflow's MaxStreamsPerWorkflow and one of MaxStreams.
+func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, wf string) (release func(), ok bool) {
+	if r.Header.Get(api.HeaderStreamStep) != "" {
+		step, err := s.stepStream(r, wf)
+		if err != nil {
+			writeError(w, http.StatusForbidden, api.CodeBadRequest, api.HeaderStreamStep+": "+err.Error())
+			return nil, false
+		}
+		if !s.cl.steps.take(step, 2) {
+			s.unavailable(w, api.CodeOverloaded, "two streams are open for step "+step+" already; close one")
+			return nil, false
+		}
+		select {
+		case s.steps <- struct{}{}:
+		default:
+			s.cl.steps.release(step)
+			s.unavailable(w, api.CodeOverloaded, "too many streams open for steps being executed; retry later")
+			return nil, false
+		}
+		return func() { <-s.steps; s.cl.steps.release(step) }, true
+	}
+	key := clientKey(r)
+	if !s.cl.streams.open(key, time.Now(), s.opts.StreamOpensPerAddr, s.opts.MaxStreamsPerAddr) {
+		s.unavailable(w, api.CodeOverloaded, "too many event streams opened from "+key+" in the last seconds; retry later")
+		return nil, false
+	}
+	if !s.cl.streams.take(key, s.opts.MaxStreamsPerAddr) {
+		s.unavailable(w, api.CodeOverloaded, "too many event streams open from "+key+"; close some or retry later")
+		return nil, false
+	}
+	if !s.wfs.take(wf, s.opts.MaxStreamsPerWorkflow) {
+		s.cl.streams.release(key)
+		s.unavailable(w, api.CodeOverloaded, "too many event streams open on workflow "+strconv.Quote(wf)+"; retry later")
+		return nil, false
+	}
+	select {
+	case s.streams <- struct{}{}:
+	default:
+		s.wfs.release(wf)
+		s.cl.streams.release(key)
+		s.unavailable(w, api.CodeOverloaded, "too many event streams open; retry later")
+		return nil, false
+	}
+	return func() { <-s.streams; s.wfs.release(wf); s.cl.streams.release(key) }, true
+}
+
+// stepStream checks a stream request's api.HeaderStreamStep: the entry
+// it names is a pending RECEIPT of workflow wf, and the signature over
+// api.StreamStepMessage verifies under the key that signed it. It
+// returns the key the step's streams are counted under.
+func (s *Server) stepStream(r *http.Request, wf string) (string, error) {
+	idx, sig, ok := strings.Cut(strings.TrimSpace(r.Header.Get(api.HeaderStreamStep)), " ")
+	if !ok {
+		return "", errors.New("want \"<index> <base64 signature>\"")
+	}
+	step, err := strconv.ParseUint(idx, 10, 64)
+	if err != nil || step >= s.l.Head().Size {
+		return "", fmt.Errorf("%q is not the index of an entry of this log", idx)
+	}
+	sigBytes, err := base64.StdEncoding.DecodeString(strings.TrimSpace(sig))
+	if err != nil || len(sigBytes) != ed25519.SignatureSize {
+		return "", errors.New("the signature is not a base64 Ed25519 signature")
+	}
+	e, err := s.l.Entry(step)
+	if err != nil {
+		return "", fmt.Errorf("entry %d: %v", step, err)
+	}
+	rec, isReceipt := e.Statement.(*statement.ReceiptDoc)
+	if !isReceipt || rec.Workflow != wf || rec.Result != statement.ResultPending {
+		return "", fmt.Errorf("entry %d is not a pending RECEIPT of workflow %s", step, wf)
+	}
+	kr, err := s.l.KeyBinding(e.Envelope.KeyID)
+	if err != nil || kr == nil {
+		return "", fmt.Errorf("the key of entry %d is not bound", step)
+	}
+	pub, err := base64.StdEncoding.DecodeString(kr.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize ||
+		!ed25519.Verify(ed25519.PublicKey(pub), api.StreamStepMessage(s.l.Origin(), wf, step), sigBytes) {
+		return "", fmt.Errorf("the signature does not verify under the key that signed entry %d", step)
+	}
+	return e.Envelope.KeyID + "/" + idx, nil
 }

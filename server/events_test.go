@@ -481,3 +481,41 @@ func TestStreamOpensPerAddr(t *testing.T) {
 		t.Fatalf("a stream from the first address a second later: %d, want 200", code)
 	}
 }
+
+// TestEventsRefuseUndeliverableID: a Last-Event-ID (or ?after=) after
+// which no entry can ever come (2^64-1, or anything past MaxEventIndex) is
+// refused with 400 naming the rule, rather than opening a stream that
+// holds a slot and never delivers; the largest allowed id still opens.
+func TestEventsRefuseUndeliverableID(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_ids", nil)
+	get := func(header, query string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, lg.URL+"/v1/workflows/wf_ids/events"+query, nil)
+		if header != "" {
+			req.Header.Set("Last-Event-ID", header)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, c := range []struct{ header, query string }{
+		{"18446744073709551615", ""},
+		{"18446744073709551614", ""},
+		{strconv.FormatUint(server.MaxEventIndex+1, 10), ""},
+		{"", "?after=18446744073709551615"},
+	} {
+		r := get(c.header, c.query)
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "no entry can follow it") {
+			t.Errorf("Last-Event-ID %q%s: %d %s", c.header, c.query, r.StatusCode, body)
+		}
+	}
+	r := get(strconv.FormatUint(server.MaxEventIndex, 10), "")
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Errorf("Last-Event-ID MaxEventIndex: %d", r.StatusCode)
+	}
+}

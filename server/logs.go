@@ -44,6 +44,14 @@ type Logs struct {
 // /metrics serves when def does not.
 func NewLogs(named map[string]*Server, def *Server, reg *prometheus.Registry) *Logs {
 	g := &Logs{servers: named, def: def, mux: http.NewServeMux()}
+	// One budget per client across the logs (clients.go).
+	shared := &clients{}
+	for _, s := range named {
+		s.cl = shared
+	}
+	if def != nil {
+		def.cl = shared
+	}
 	for name := range named {
 		g.names = append(g.names, name)
 	}

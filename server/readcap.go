@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -189,15 +188,6 @@ func (a *addrStreams) release(addr string) {
 	if a.n[addr]--; a.n[addr] <= 0 {
 		delete(a.n, addr)
 	}
-}
-
-// clientAddr is the request's remote IP address (without its port).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // eventCache keeps recently encoded stream events by index: entries never

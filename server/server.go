@@ -39,6 +39,7 @@ import (
 
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/storage"
 	"github.com/custodylog/custody/witness"
 	"github.com/custodylog/custody/witness/cosign"
 )
@@ -61,6 +62,11 @@ type Options struct {
 	// A body is read before its append takes a MaxInFlight slot, so slow
 	// senders never hold the slots honest appends need.
 	MaxReading int
+	// MaxReadingPerAddr caps the append bodies one client (an IPv4
+	// address, an IPv6 /64) may have being read at once, across every log
+	// of the process (default MaxReading/64, at least 4): slow bodies from
+	// one client cannot take the slots everyone shares.
+	MaxReadingPerAddr int
 	// BodyTimeout bounds reading one append's body (default 5s).
 	BodyTimeout time.Duration
 	// MaxStreams caps open event streams (default 1024); past it a new
@@ -71,9 +77,21 @@ type Options struct {
 	// KeepAlive is the interval of comments on an idle event stream
 	// (default 15s), so proxies keep it open and clients notice a dead one.
 	KeepAlive time.Duration
-	// MaxStreamsPerAddr caps the event streams one client address may
-	// hold open (default 64; see readcap.go).
+	// MaxStreamsPerAddr caps the event streams one client (an IPv4
+	// address, an IPv6 /64) may hold open, across every log of the
+	// process (default 64; see readcap.go).
 	MaxStreamsPerAddr int
+	// MaxStreamsPerWorkflow caps the event streams open on one workflow
+	// (default 128), besides the streams runtimes open for their own
+	// steps (MaxStepStreams).
+	MaxStreamsPerWorkflow int
+	// MaxStepStreams caps the streams runtimes open for their own steps
+	// (default 1024): a stream whose request is signed by the key that
+	// logged the workflow's pending RECEIPT (api.HeaderStreamStep) is
+	// counted here, not against MaxStreams or the per-client and
+	// per-workflow caps, so that no other client can crowd it out; at
+	// most two such streams per step.
+	MaxStepStreams int
 	// StreamOpensPerAddr is how many new event streams a second one
 	// client address may open, after a first MaxStreamsPerAddr at once
 	// (default 20; negative: no limit). Past it a new stream is answered
@@ -149,6 +167,15 @@ func (o *Options) defaults() {
 	if o.MaxReading <= 0 {
 		o.MaxReading = 4 * o.MaxInFlight
 	}
+	if o.MaxReadingPerAddr <= 0 {
+		o.MaxReadingPerAddr = max(4, o.MaxReading/64)
+	}
+	if o.MaxStreamsPerWorkflow <= 0 {
+		o.MaxStreamsPerWorkflow = 128
+	}
+	if o.MaxStepStreams <= 0 {
+		o.MaxStepStreams = 1024
+	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = 5 * time.Second
 	}
@@ -209,7 +236,9 @@ type Server struct {
 	streams chan struct{} // one token per open event stream
 	heavy   chan struct{} // one token per heavy read (readcap.go)
 	waiters chan struct{} // one token per request waiting for a witnessed checkpoint (witness.go)
-	addrs   addrStreams   // open streams per client address
+	cl      *clients      // what each client holds, shared by the logs of a process (clients.go)
+	steps   chan struct{} // one token per stream a runtime opened for its own step
+	wfs     keyCount      // open streams per workflow (not counting step streams)
 	events  eventCache    // encoded stream events, shared by streams
 	hub     hub           // the workflows streams follow (fanout.go)
 	answers answerBudget  // large answers being written (readcap.go)
@@ -230,6 +259,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 	s := &Server{l: l, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sem: make(chan struct{}, opts.MaxInFlight), reading: make(chan struct{}, opts.MaxReading),
 		streams: make(chan struct{}, opts.MaxStreams), stopping: make(chan struct{}),
+		cl: &clients{}, steps: make(chan struct{}, opts.MaxStepStreams),
 		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
 	s.answers.max = opts.MaxAnswerBytes
@@ -279,6 +309,8 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("GET /v1/workflows/{id}", s.getWorkflow)
 	m.HandleFunc("GET /v1/workflows/{id}/events", s.getEvents)
 	m.HandleFunc("GET /v1/keys/{keyid}/seq", s.getKeySeq)
+	m.HandleFunc("GET /v1/approvals", s.getApprovals)
+	m.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	m.HandleFunc("GET /v1/log", s.getLog)
 	m.HandleFunc("GET /checkpoint", s.getCheckpoint)
 	m.HandleFunc("GET /v1/checkpoint/witnessed", s.getWitnessed)
@@ -376,6 +408,15 @@ func (s *Server) readError(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away (or the server is stopping) before the
 		// read ended: not the server's failure, and nobody reads the answer.
 		s.unavailable(w, api.CodeUnavailable, "the request ended before the read: "+err.Error())
+		return
+	}
+	if errors.Is(err, storage.ErrDiskFull) {
+		s.unavailable(w, api.CodeDiskFull, err.Error())
+		return
+	}
+	if storeTrouble(err) {
+		s.log.Warn("read failed: the store", "path", r.URL.Path, "err", err)
+		s.unavailable(w, api.CodeUnavailable, err.Error())
 		return
 	}
 	s.log.Error("read failed", "path", r.URL.Path, "err", err)

@@ -30,7 +30,7 @@ type Signature struct {
 
 // Kinds lists the statement kinds, in DESIGN §2 order. A kind is the
 // statement's `type` in lower case.
-var Kinds = []string{"genesis", "principal", "confirm", "delegate", "revoke", "receipt", "stop", "resume", "denial"}
+var Kinds = []string{"genesis", "principal", "confirm", "delegate", "revoke", "receipt", "stop", "resume", "approval", "denial"}
 
 const (
 	payloadTypePrefix = "application/vnd.custody."
@@ -136,15 +136,25 @@ type Parsed struct {
 	PayloadType string
 	Payload     []byte
 	KeyID       string // 64 lowercase hex digits
-	Sig         [ed25519.SignatureSize]byte
+	// Sig is the decoded signature: 64 bytes of Ed25519, or (longer) a
+	// passkey assertion object (DESIGN §1, IsPasskeySig).
+	Sig []byte
+
+	sigBuf    [ed25519.SignatureSize]byte // Sig's storage for Ed25519
+	assertion *Assertion                  // the parsed passkey sig, if any
 }
+
+// Assertion returns the passkey assertion the sig holds, or nil for an
+// Ed25519 signature.
+func (p *Parsed) Assertion() *Assertion { return p.assertion }
 
 // ParseEnvelope decodes a submitted envelope and checks its shape (DESIGN §4
 // step 1): strict JSON with the closed schema {payloadType, payload,
 // signatures} (canon.UnmarshalRelaxed: no unknown, duplicate, wrong-case or
 // null fields); a known payload type; exactly one signature; canonical
-// standard base64 for payload and sig; a non-empty payload; a 64-byte sig;
-// a keyid of 64 lowercase hex digits. Every failure is an *Error with
+// standard base64 for payload and sig; a non-empty payload; a sig of 64
+// bytes (Ed25519) or a passkey assertion object (ParseAssertion); a keyid
+// of 64 lowercase hex digits. Every failure is an *Error with
 // CodeEnvelope naming the field.
 func ParseEnvelope(data []byte) (*Parsed, error) {
 	if env, ok := readEnvelope(data); ok {
@@ -180,11 +190,19 @@ func parseFields(env Envelope) (*Parsed, error) {
 	if err != nil {
 		return nil, envErr("signatures[0].sig", err.Error())
 	}
-	if len(sig) != ed25519.SignatureSize {
-		return nil, envErr("signatures[0].sig", fmt.Sprintf("must decode to %d bytes, got %d", ed25519.SignatureSize, len(sig)))
-	}
 	p := &Parsed{Envelope: env, Kind: kind, PayloadType: env.PayloadType, Payload: payload, KeyID: s.KeyID}
-	copy(p.Sig[:], sig)
+	switch {
+	case len(sig) == ed25519.SignatureSize:
+		p.Sig = p.sigBuf[:]
+		copy(p.Sig, sig)
+	case IsPasskeySig(sig):
+		if p.assertion, err = ParseAssertion(sig); err != nil {
+			return nil, err
+		}
+		p.Sig = sig
+	default:
+		return nil, envErr("signatures[0].sig", fmt.Sprintf("must decode to %d bytes (Ed25519) or to a passkey assertion object, got %d bytes", ed25519.SignatureSize, len(sig)))
+	}
 	return p, nil
 }
 
@@ -211,6 +229,9 @@ func isLowerHex64(s string) bool {
 func (p *Parsed) Verify(pub ed25519.PublicKey) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return &Error{Code: CodeSignature, Field: "signatures[0].keyid", Msg: fmt.Sprintf("public key must be %d bytes, got %d", ed25519.PublicKeySize, len(pub))}
+	}
+	if len(p.Sig) != ed25519.SignatureSize {
+		return &Error{Code: CodeSignature, Field: "signatures[0].sig", Msg: fmt.Sprintf("key %s is an Ed25519 key, and the sig is not a 64-byte Ed25519 signature", short16(p.KeyID))}
 	}
 	if hasSmallOrderEncoding(pub) {
 		return &Error{Code: CodeSignature, Field: "signatures[0].keyid", Msg: "public key is a small-order point"}
@@ -262,5 +283,42 @@ func DedupHash(payloadType string, payload, sig []byte) [32]byte {
 	return out
 }
 
-// DedupHash returns DedupHash(p.PayloadType, p.Payload, p.Sig).
-func (p *Parsed) DedupHash() [32]byte { return DedupHash(p.PayloadType, p.Payload, p.Sig[:]) }
+// DedupHash returns the submission identity of p: DedupHash(p.PayloadType,
+// p.Payload, p.Sig) for an Ed25519 signature, and PasskeyDedupHash for a
+// passkey assertion, whose signature bytes are malleable and randomised
+// (DESIGN §1): every signature over the same payload by the same key is
+// then one submission.
+func (p *Parsed) DedupHash() [32]byte {
+	if IsPasskeySig(p.Sig) {
+		return PasskeyDedupHash(p.PayloadType, p.Payload, p.KeyID)
+	}
+	return DedupHash(p.PayloadType, p.Payload, p.Sig)
+}
+
+// PasskeyDedupHash is the submission identity of a passkey-signed envelope
+// (DESIGN §1): (payloadType, payload, keyid), not its signature bytes, so
+// that the (r, n−s) twin of an ES256 signature, or a second assertion over
+// the same statement, is a repeat and gets the first decision:
+//
+//	SHA-256("custody/submission-passkey/v1\x00" ||
+//	        u64be(len(type)) || type || u64be(len(payload)) || payload ||
+//	        u64be(len(keyid)) || keyid)
+//
+// Its domain differs from DedupHash's, so the two never collide.
+func PasskeyDedupHash(payloadType string, payload []byte, keyID string) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	h.Write([]byte("custody/submission-passkey/v1\x00"))
+	binary.BigEndian.PutUint64(n[:], uint64(len(payloadType)))
+	h.Write(n[:])
+	h.Write([]byte(payloadType))
+	binary.BigEndian.PutUint64(n[:], uint64(len(payload)))
+	h.Write(n[:])
+	h.Write(payload)
+	binary.BigEndian.PutUint64(n[:], uint64(len(keyID)))
+	h.Write(n[:])
+	h.Write([]byte(keyID))
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}

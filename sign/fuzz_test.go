@@ -74,7 +74,7 @@ func FuzzParseEnvelope(f *testing.F) {
 		if err != nil {
 			t.Fatalf("canonical form rejected: %v\n%s", err, c)
 		}
-		if !bytes.Equal(p.Payload, q.Payload) || p.Sig != q.Sig || p.KeyID != q.KeyID || p.PayloadType != q.PayloadType {
+		if !bytes.Equal(p.Payload, q.Payload) || !bytes.Equal(p.Sig, q.Sig) || p.KeyID != q.KeyID || p.PayloadType != q.PayloadType {
 			t.Fatal("canonical form parses differently")
 		}
 		if p.DedupHash() != q.DedupHash() {

@@ -240,7 +240,7 @@ func TestVerifyRejectsIdentityKeyForgery(t *testing.T) {
 	if !ed25519.Verify(pub, PAE(pt, msg), sig[:]) {
 		t.Log("crypto/ed25519 rejects the identity forgery itself (fine)")
 	}
-	p := &Parsed{Kind: "confirm", PayloadType: pt, Payload: msg, KeyID: KeyID(pub), Sig: sig}
+	p := &Parsed{Kind: "confirm", PayloadType: pt, Payload: msg, KeyID: KeyID(pub), Sig: sig[:]}
 	if err := p.Verify(pub); !errors.Is(err, ErrSignature) {
 		t.Fatalf("Verify(identity key, forgery) = %v, want %s", err, CodeSignature)
 	}

@@ -349,8 +349,7 @@ func TestWeReadOpenSSL(t *testing.T) {
 	msg := filepath.Join(dir, "msg")
 	os.WriteFile(msg, PAE(pt, payload), 0o600)
 	sig := runOpenSSL(t, bin, "pkeyutl", "-sign", "-inkey", key, "-rawin", "-in", msg)
-	p := &Parsed{Kind: "receipt", PayloadType: pt, Payload: payload, KeyID: KeyID(pub)}
-	copy(p.Sig[:], sig)
+	p := &Parsed{Kind: "receipt", PayloadType: pt, Payload: payload, KeyID: KeyID(pub), Sig: sig}
 	if len(sig) != 64 {
 		t.Fatalf("openssl signature is %d bytes", len(sig))
 	}

@@ -29,7 +29,7 @@ func Seal(st Statement) error {
 	if err != nil {
 		return invalid("timestamp", "%v", err)
 	}
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
+	d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, ts, g.TTLSeconds)
 	if err != nil {
 		return scopeError(err)
 	}
@@ -47,7 +47,7 @@ func (g *Grant) Descriptor(timestamp string) (scope.Descriptor, error) {
 	if err != nil {
 		return scope.Descriptor{}, err
 	}
-	return scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
+	return scope.DeriveRules(g.Scope, g.Limits, g.Approvals, ts, g.TTLSeconds)
 }
 
 // Sign checks st, signs its canonical bytes with priv and returns the

@@ -40,6 +40,8 @@ func decodeFast(kind Kind, payload []byte) Statement {
 		st = fastPrincipal(&r, kind)
 	case Genesis:
 		st = fastGenesis(&r, kind)
+	case Approval:
+		st = fastApproval(&r, kind)
 	case Denial:
 		st = fastDenial(&r, kind)
 	}
@@ -120,6 +122,8 @@ func fastReceipt(r *canon.Reader, kind Kind) Statement {
 			var ok bool
 			d.EvidenceRefs, ok = r.Strings()
 			return ok
+		case "params_sha256":
+			return optStr(r, &d.ParamsSHA256)
 		case "pending_ref":
 			return optStr(r, &d.PendingRef)
 		case "receipt_id":
@@ -413,6 +417,33 @@ func fastDenial(r *canon.Reader, kind Kind) Statement {
 		return ok
 	})
 	if !ok || f.required != headerFields+6 {
+		return nil
+	}
+	return d
+}
+
+func fastApproval(r *canon.Reader, kind Kind) Statement {
+	d := &ApprovalDoc{}
+	var f fields
+	ok := r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "approval_id":
+			return f.str(r, &d.ApprovalID)
+		case "decision":
+			return f.str(r, &d.Decision)
+		case "reason":
+			return optStr(r, &d.Reason)
+		case "receipt_ref":
+			return f.str(r, &d.ReceiptRef)
+		case "receipt_sha256":
+			return f.str(r, &d.ReceiptSHA256)
+		case "workflow_id":
+			return f.str(r, &d.Workflow)
+		}
+		_, ok := f.header(r, &d.Header, kind, k)
+		return ok
+	})
+	if !ok || f.required != headerFields+5 {
 		return nil
 	}
 	return d

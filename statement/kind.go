@@ -14,11 +14,12 @@ const (
 	Receipt   Kind = "RECEIPT"
 	Stop      Kind = "STOP"
 	Resume    Kind = "RESUME"
+	Approval  Kind = "APPROVAL"
 	Denial    Kind = "DENIAL"
 )
 
 // Kinds lists every kind in the order DESIGN §2 gives them.
-var Kinds = []Kind{Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop, Resume, Denial}
+var Kinds = []Kind{Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop, Resume, Approval, Denial}
 
 // Lower is the kind as it appears in a payload type:
 // application/vnd.custody.<lower>.v1+json.
@@ -55,7 +56,7 @@ var payloadTypes = func() []string {
 	return out
 }()
 
-// Valid reports whether k is one of the nine kinds.
+// Valid reports whether k is one of the ten kinds.
 func (k Kind) Valid() bool {
 	for _, x := range Kinds {
 		if x == k {

@@ -87,7 +87,7 @@ func PeekField(payload []byte, name string) string {
 var idField = map[Kind]string{
 	Genesis: "genesis_id", Principal: "principal_id", Confirm: "confirm_id",
 	Delegate: "delegation_id", Revoke: "revoke_id", Receipt: "receipt_id",
-	Stop: "request_id", Resume: "resume_id", Denial: "denial_id",
+	Stop: "request_id", Resume: "resume_id", Approval: "approval_id", Denial: "denial_id",
 }
 
 // Marshal checks st and returns its canonical bytes.

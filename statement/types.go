@@ -17,7 +17,7 @@ type Header struct {
 // Head returns the common fields; it lets every kind satisfy Statement.
 func (h *Header) Head() *Header { return h }
 
-// Statement is any of the nine kinds.
+// Statement is any of the ten kinds.
 type Statement interface {
 	Head() *Header
 	// ID is the statement's id field (genesis_id, confirm_id, ...).
@@ -65,6 +65,9 @@ func (g *GenesisDoc) Params() (maxDepth, clockSkew, maxTTL int64) {
 // Principal operations.
 const (
 	OpEnroll = "enroll"
+	// OpAddKey binds another key (another device) to an enrolled
+	// principal's name (DESIGN §1); quorum counts names, not keys.
+	OpAddKey = "add_key"
 	OpRetire = "retire"
 	// OpLogKey rotates the key that signs the log's DENIALs (DESIGN §1):
 	// name is the log's origin, public_key the new key. From the entry on,
@@ -72,13 +75,44 @@ const (
 	OpLogKey = "log_key"
 )
 
-// PrincipalDoc enrolls or retires a person's or organisation's key.
+// PrincipalDoc enrolls or retires a person's or organisation's key, or
+// adds a key to an enrolled name. A passkey (DESIGN §1) sets KeyType to
+// sign.KeyTypeWebAuthnES256 or sign.KeyTypeWebAuthnEd25519, PublicKey to
+// the standard base64 of its SPKI DER, and the WebAuthn fields; KeyType
+// absent means an Ed25519 key and the WebAuthn fields must be absent.
 type PrincipalDoc struct {
 	Header
 	PrincipalID string `json:"principal_id"`
 	Op          string `json:"op"`
 	Name        string `json:"name"`
 	PublicKey   string `json:"public_key"`
+	KeyType     string `json:"key_type,omitempty"`
+	// CredentialID is the standard base64 of the WebAuthn credential id.
+	CredentialID string   `json:"credential_id,omitempty"`
+	RPID         string   `json:"rp_id,omitempty"`
+	Origins      []string `json:"origins,omitempty"`
+	// AllowedTypes lists the statement kinds a passkey may sign
+	// (DefaultAllowedTypes when absent).
+	AllowedTypes []string `json:"allowed_types,omitempty"`
+}
+
+// PasskeyKinds are the statement kinds a passkey may be allowed to sign:
+// those a principal signs at all.
+var PasskeyKinds = []string{"APPROVAL", "CONFIRM", "RESUME", "REVOKE", "STOP"}
+
+// DefaultAllowedTypes is what a passkey enrolled without `allowed_types`
+// may sign (DESIGN §1): CONFIRM and REVOKE only when the admin lists them.
+var DefaultAllowedTypes = []string{"APPROVAL", "RESUME", "STOP"}
+
+// IsPasskey reports whether the document binds a passkey.
+func (d *PrincipalDoc) IsPasskey() bool { return sign.IsPasskeyType(d.KeyType) }
+
+// Allowed returns the kinds the bound passkey may sign.
+func (d *PrincipalDoc) Allowed() []string {
+	if len(d.AllowedTypes) == 0 {
+		return DefaultAllowedTypes
+	}
+	return d.AllowedTypes
 }
 
 // Grantee names the agent a grant is made to.
@@ -95,6 +129,9 @@ type Grant struct {
 	TTLSeconds int64            `json:"ttl_seconds"`
 	Revocable  bool             `json:"revocable"`
 	ScopeHash  string           `json:"scope_hash"`
+	// Approvals are the grant's approval rules (DESIGN §7), sorted by
+	// rule_id; nil for none.
+	Approvals []scope.Rule `json:"approvals,omitempty"`
 }
 
 // Risk levels of a CONFIRM.
@@ -138,20 +175,25 @@ const (
 // the record of what happened (any other result).
 type ReceiptDoc struct {
 	Header
-	ReceiptID        string            `json:"receipt_id"`
-	Workflow         string            `json:"workflow_id"`
-	StepID           string            `json:"step_id"`
-	Action           string            `json:"action"`
-	Target           string            `json:"target"`
-	AuthorizationRef string            `json:"authorization_ref"`
-	Result           string            `json:"result"`
-	ScopeHash        string            `json:"scope_hash"`
-	Reserve          map[string]int64  `json:"reserve,omitempty"`     // pending only
-	Consumed         map[string]int64  `json:"consumed,omitempty"`    // outcome only
-	PendingRef       string            `json:"pending_ref,omitempty"` // outcome only
-	SideEffects      map[string]string `json:"side_effects,omitempty"`
-	EvidenceRefs     []string          `json:"evidence_refs,omitempty"`
-	Error            string            `json:"error,omitempty"` // outcome only
+	ReceiptID        string           `json:"receipt_id"`
+	Workflow         string           `json:"workflow_id"`
+	StepID           string           `json:"step_id"`
+	Action           string           `json:"action"`
+	Target           string           `json:"target"`
+	AuthorizationRef string           `json:"authorization_ref"`
+	Result           string           `json:"result"`
+	ScopeHash        string           `json:"scope_hash"`
+	Reserve          map[string]int64 `json:"reserve,omitempty"` // pending only
+	// ParamsSHA256 is the lowercase hex SHA-256 of the JCS of the exact
+	// call a pending receipt gates (a tool call's arguments), shown to
+	// approvers and recomputed by the runtime before it runs an approved
+	// step (DESIGN §2, §7). Pending only, optional.
+	ParamsSHA256 string            `json:"params_sha256,omitempty"`
+	Consumed     map[string]int64  `json:"consumed,omitempty"`    // outcome only
+	PendingRef   string            `json:"pending_ref,omitempty"` // outcome only
+	SideEffects  map[string]string `json:"side_effects,omitempty"`
+	EvidenceRefs []string          `json:"evidence_refs,omitempty"`
+	Error        string            `json:"error,omitempty"` // outcome only
 }
 
 // IsPending reports whether the receipt is the gate before a step.
@@ -187,6 +229,25 @@ type ResumeDoc struct {
 	StopRef  string `json:"stop_ref"`
 }
 
+// Approval decisions.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
+
+// ApprovalDoc is a principal's yes or no to one held pending RECEIPT
+// (DESIGN §2, §7): it names the receipt and the SHA-256 of that receipt's
+// payload bytes, so it answers those exact bytes and nothing else.
+type ApprovalDoc struct {
+	Header
+	ApprovalID    string `json:"approval_id"`
+	Workflow      string `json:"workflow_id"`
+	ReceiptRef    string `json:"receipt_ref"`
+	ReceiptSHA256 string `json:"receipt_sha256"`
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason,omitempty"`
+}
+
 // DenialDoc records a blocked submission; the log key signs it.
 type DenialDoc struct {
 	Header
@@ -214,6 +275,7 @@ func (d *ReceiptDoc) ID() string   { return d.ReceiptID }
 func (d *StopDoc) ID() string      { return d.RequestID }
 func (d *ResumeDoc) ID() string    { return d.ResumeID }
 func (d *DenialDoc) ID() string    { return d.DenialID }
+func (d *ApprovalDoc) ID() string  { return d.ApprovalID }
 
 func (d *GenesisDoc) WorkflowID() string   { return "" }
 func (d *PrincipalDoc) WorkflowID() string { return "" }
@@ -224,6 +286,7 @@ func (d *ReceiptDoc) WorkflowID() string   { return d.Workflow }
 func (d *StopDoc) WorkflowID() string      { return d.Workflow }
 func (d *ResumeDoc) WorkflowID() string    { return d.Workflow }
 func (d *DenialDoc) WorkflowID() string    { return d.Workflow }
+func (d *ApprovalDoc) WorkflowID() string  { return d.Workflow }
 
 // New returns an empty statement of kind k, ready to be decoded into.
 func New(k Kind) Statement {
@@ -244,6 +307,8 @@ func New(k Kind) Statement {
 		return &StopDoc{}
 	case Resume:
 		return &ResumeDoc{}
+	case Approval:
+		return &ApprovalDoc{}
 	case Denial:
 		return &DenialDoc{}
 	}

@@ -3,7 +3,9 @@ package statement
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,7 +172,11 @@ func (c *v) grant(g *Grant) {
 	if c.err == nil {
 		// The scope's grammar and canonical sets (DESIGN §3) are checked
 		// on its descriptor; the instant used here does not matter.
-		d, err := scope.Derive(g.Scope, g.Limits, time.Unix(0, 0).UTC(), g.TTLSeconds)
+		if g.Approvals != nil && len(g.Approvals) == 0 {
+			c.err = invalid("approvals", "an empty list; omit it instead")
+			return
+		}
+		d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, time.Unix(0, 0).UTC(), g.TTLSeconds)
 		if err == nil {
 			err = d.Validate()
 		}
@@ -186,7 +192,11 @@ func scopeError(err error) error {
 	if se, ok := err.(*scope.Error); ok && se.Code == scope.CodeNonCanonical {
 		code = canon.CodeNonCanonical
 	}
-	return &canon.Error{Path: "scope", Code: code, Msg: err.Error()}
+	path := "scope"
+	if se, ok := err.(*scope.Error); ok && (strings.HasPrefix(se.Msg, "approvals") || strings.HasPrefix(se.Msg, "rule ")) {
+		path = "approvals"
+	}
+	return &canon.Error{Path: path, Code: code, Msg: err.Error()}
 }
 
 func (d *GenesisDoc) validate() error {
@@ -219,10 +229,50 @@ func (d *PrincipalDoc) validate() error {
 	c := &v{}
 	c.header(&d.Header)
 	c.ident("principal_id", d.PrincipalID)
-	c.oneOf("op", d.Op, OpEnroll, OpRetire, OpLogKey)
+	c.oneOf("op", d.Op, OpEnroll, OpAddKey, OpRetire, OpLogKey)
 	c.ident("name", d.Name)
-	c.pubkey("public_key", d.PublicKey)
-	return c.err
+	if c.err != nil {
+		return c.err
+	}
+	if d.KeyType == "" {
+		c.pubkey("public_key", d.PublicKey)
+		switch {
+		case c.err != nil:
+		case d.CredentialID != "" || d.RPID != "" || len(d.Origins) > 0 || len(d.AllowedTypes) > 0:
+			c.err = invalid("key_type", "credential_id, rp_id, origins and allowed_types belong to a passkey; key_type is absent (an Ed25519 key)")
+		}
+		return c.err
+	}
+	// A passkey (DESIGN §1). key_type "ed25519" is spelled by its absence.
+	if !sign.IsPasskeyType(d.KeyType) {
+		return invalid("key_type", "%q is not %s or %s (absent for an Ed25519 key)", d.KeyType, sign.KeyTypeWebAuthnES256, sign.KeyTypeWebAuthnEd25519)
+	}
+	if d.Op == OpLogKey {
+		return invalid("key_type", "the log's DENIAL key is an Ed25519 key, never a passkey")
+	}
+	if _, err := sign.NewPasskey(d.KeyType, d.PublicKey, d.RPID, d.Origins); err != nil {
+		var se *sign.Error
+		if errors.As(err, &se) && se.Field != "" {
+			return invalid(se.Field, "%s", se.Msg)
+		}
+		return invalid("public_key", "%v", err)
+	}
+	if d.CredentialID == "" {
+		return invalid("credential_id", "required for a passkey")
+	}
+	if id, err := base64.StdEncoding.Strict().DecodeString(d.CredentialID); err != nil || len(id) == 0 || len(id) > 1023 ||
+		base64.StdEncoding.EncodeToString(id) != d.CredentialID {
+		return invalid("credential_id", "must be the canonical standard base64 of 1..1023 bytes (WebAuthn's limit)")
+	}
+	for i, t := range d.AllowedTypes {
+		if !slices.Contains(PasskeyKinds, t) {
+			return invalid("allowed_types", "%q is not a kind a principal signs (%s)", t, strings.Join(PasskeyKinds, ", "))
+		}
+		if i > 0 && d.AllowedTypes[i-1] >= t {
+			return invalid("allowed_types", "must be sorted without repeats: %q after %q", t, d.AllowedTypes[i-1])
+		}
+	}
+	return nil
 }
 
 func (d *ConfirmDoc) validate() error {
@@ -269,11 +319,15 @@ func (d *ReceiptDoc) validate() error {
 	c.hash("scope_hash", d.ScopeHash)
 	if d.IsPending() {
 		c.limits("reserve", d.Reserve)
+		if d.ParamsSHA256 != "" {
+			c.hash("params_sha256", d.ParamsSHA256)
+		}
 		c.absent("consumed", d.Consumed != nil, "on a pending receipt")
 		c.absent("pending_ref", d.PendingRef != "", "on a pending receipt")
 		c.absent("error", d.Error != "", "on a pending receipt")
 	} else {
 		c.absent("reserve", d.Reserve != nil, "on an outcome receipt (reserve belongs to the pending one)")
+		c.absent("params_sha256", d.ParamsSHA256 != "", "on an outcome receipt (it belongs to the pending one)")
 		if c.err == nil && d.PendingRef == "" {
 			c.err = invalid("pending_ref", "an outcome receipt must name its pending receipt")
 		}
@@ -322,6 +376,17 @@ func (d *ResumeDoc) validate() error {
 	c.ident("resume_id", d.ResumeID)
 	c.ident("workflow_id", d.Workflow)
 	c.ident("stop_ref", d.StopRef)
+	return c.err
+}
+
+func (d *ApprovalDoc) validate() error {
+	c := &v{}
+	c.header(&d.Header)
+	c.ident("approval_id", d.ApprovalID)
+	c.ident("workflow_id", d.Workflow)
+	c.ident("receipt_ref", d.ReceiptRef)
+	c.hash("receipt_sha256", d.ReceiptSHA256)
+	c.oneOf("decision", d.Decision, DecisionApprove, DecisionReject)
 	return c.err
 }
 

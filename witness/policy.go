@@ -122,8 +122,11 @@ func ParsePolicy(text []byte) (*Policy, error) {
 				w.URL = strings.TrimRight(fields[3], "/")
 			}
 			for _, o := range p.witness {
-				if o.Key.Name() == k.Name() && o.Key.KeyHash() == k.KeyHash() {
-					return nil, fail("witness %s has the same key as witness %s", name, o.Name)
+				// One public key is one witness, whatever its key names
+				// (DESIGN §5): under two names it would count twice
+				// toward a quorum.
+				if o.Key.PublicKey().Equal(k.PublicKey()) {
+					return nil, fail("witness %s has the same public key as witness %s (key names %q and %q): one key counts once", name, o.Name, k.Name(), o.Key.Name())
 				}
 			}
 			p.byName[name] = len(p.comps)

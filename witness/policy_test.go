@@ -104,6 +104,7 @@ func TestEvaluateInvalidCosignature(t *testing.T) {
 func TestParsePolicyErrors(t *testing.T) {
 	w := fixedSigner(t, "w1.example", 1, 0).VerifierKey()
 	w2 := fixedSigner(t, "w2.example", 2, 0).VerifierKey()
+	alias := fixedSigner(t, "w1-alias.example", 1, 0).VerifierKey()
 	for _, tc := range []struct{ text, want string }{
 		{"", "no `quorum` line"},
 		{"witness a " + w + "\n", "no `quorum` line"},
@@ -111,7 +112,10 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"witness a " + w + "\nquorum a\nquorum a\n", "a second quorum"},
 		{"witness group " + w + "\nquorum group\n", "is a keyword"},
 		{"witness a " + w + "\nwitness a " + w2 + "\nquorum a\n", "defined twice"},
-		{"witness a " + w + "\nwitness b " + w + "\nquorum a\n", "same key as witness a"},
+		{"witness a " + w + "\nwitness b " + w + "\nquorum a\n", "same public key as witness a"},
+		// One public key under two key names (so two key hashes): it
+		// would count twice toward the quorum (DESIGN §5).
+		{"witness a " + w + "\nwitness b " + alias + "\ngroup g 2 a b\nquorum g\n", "same public key as witness a"},
 		{"witness a notakey\nquorum a\n", "witness a:"},
 		{"witness a " + w + " ftp://x\nquorum a\n", "not an http:// or https:// base URL"},
 		{"witness a " + w + " http://x\nwitness b " + w2 + " http://x\nquorum a\n", "also the URL of witness key"},

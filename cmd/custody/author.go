@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -13,7 +14,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -180,20 +184,23 @@ func (a *authoring) header(k statement.Kind) (statement.Header, error) {
 
 // decisionInfo is what an authoring command prints with --json.
 type decisionInfo struct {
-	Verdict        string   `json:"verdict"` // accepted, denied, refused, written
-	Kind           string   `json:"kind"`
-	ID             string   `json:"id"`
-	Seq            uint64   `json:"seq"`
-	Index          *uint64  `json:"index,omitempty"`
-	ReasonCode     string   `json:"reason_code,omitempty"`
-	Reason         string   `json:"reason,omitempty"`
-	Duplicate      bool     `json:"duplicate,omitempty"`
-	ScopeHash      string   `json:"scope_hash,omitempty"`
-	Notes          []string `json:"notes,omitempty"`
-	CheckpointSize uint64   `json:"checkpoint_size,omitempty"`
-	Checkpoint     string   `json:"checkpoint,omitempty"`
-	InclusionProof []string `json:"inclusion_proof,omitempty"`
-	File           string   `json:"file,omitempty"` // with --out
+	Verdict        string         `json:"verdict"`              // accepted, held, denied, refused, written
+	ExpiresAt      string         `json:"expires_at,omitempty"` // held: the approval deadline
+	Rules          []api.HoldRule `json:"rules,omitempty"`      // held: the rules it waits for
+	Kind           string         `json:"kind"`
+	ID             string         `json:"id"`
+	Seq            uint64         `json:"seq"`
+	Index          *uint64        `json:"index,omitempty"`
+	ReasonCode     string         `json:"reason_code,omitempty"`
+	Reason         string         `json:"reason,omitempty"`
+	Duplicate      bool           `json:"duplicate,omitempty"`
+	ScopeHash      string         `json:"scope_hash,omitempty"`
+	KeyID          string         `json:"keyid,omitempty"` // the key a PRINCIPAL binds, to compare
+	Notes          []string       `json:"notes,omitempty"`
+	CheckpointSize uint64         `json:"checkpoint_size,omitempty"`
+	Checkpoint     string         `json:"checkpoint,omitempty"`
+	InclusionProof []string       `json:"inclusion_proof,omitempty"`
+	File           string         `json:"file,omitempty"` // with --out
 }
 
 // finish seals, signs, and appends (or writes) st, and prints the outcome.
@@ -213,6 +220,9 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	out := decisionInfo{Kind: string(h.Type), ID: st.ID(), Seq: h.Seq}
 	if g := statement.GrantOf(st); g != nil {
 		out.ScopeHash = g.ScopeHash
+	}
+	if p, ok := st.(*statement.PrincipalDoc); ok {
+		out.KeyID = principalDocKeyID(p)
 	}
 	w := a.c.Root().Writer
 	if a.offline {
@@ -235,9 +245,20 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	out.Verdict, out.Index, out.ReasonCode, out.Reason = res.Verdict.String(), &idx, string(res.Code), res.Reason
 	out.Duplicate, out.Notes, out.CheckpointSize = res.Duplicate, res.Notes, res.Head.Size
 	out.Checkpoint, out.InclusionProof = string(res.Head.Checkpoint), hashStrings(res.Proof)
+	if res.Verdict == authority.Accepted && res.Hold != nil {
+		out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(res.Hold.ExpiresAt)
+		for _, r := range res.Hold.Rules {
+			out.Rules = append(out.Rules, api.HoldRule{Grant: r.Grant, RuleID: r.RuleID, Approvers: r.Approvers, Quorum: r.Quorum})
+		}
+	}
 	if a.c.Bool("json") {
 		if err := writeJSON(w, out); err != nil {
 			return err
+		}
+	} else if out.Verdict == "held" {
+		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", h.Type, safeText(st.ID()), res.Index, out.ExpiresAt, res.Head.Size)
+		for _, r := range out.Rules {
+			fmt.Fprintf(w, "needs: %d of %s (rule %s of %s)\n", r.Quorum, safeText(strings.Join(r.Approvers, ", ")), safeText(r.RuleID), safeText(r.Grant))
 		}
 	} else if res.Verdict == authority.Accepted {
 		dup := ""
@@ -281,67 +302,109 @@ func (a *authoring) write(raw []byte, out decisionInfo) error {
 func principalCommand() *cli.Command {
 	sub := func(op, usageLine, desc string) *cli.Command {
 		flags := append(authorFlags("admin-key", "the admin's private key file"),
-			&cli.StringFlag{Name: "name", Usage: "the principal's name, like user:alice", Required: op == statement.OpEnroll},
-			&cli.StringFlag{Name: "public-key", Usage: "the principal's public key: a key file or the base64 key", Required: true},
+			&cli.StringFlag{Name: "name", Usage: "the principal's name, like user:alice", Required: op != statement.OpRetire},
+			&cli.StringFlag{Name: "public-key", Usage: "the principal's Ed25519 public key: a key file or the base64 key (or --passkey)"},
+			&cli.StringFlag{Name: "passkey", Usage: "a passkey file {key_type, public_key, credential_id, rp_id, origins[, allowed_types]} (instead of --public-key)"},
 		)
+		cmdName := strings.ReplaceAll(op, "_", "-")
 		return &cli.Command{
-			Name:        op,
+			Name:        cmdName,
 			Usage:       usageLine,
-			UsageText:   "custody principal " + op + " --dir D --admin-key K --name N --public-key PUB [--id ID] [--json]",
+			UsageText:   "custody principal " + cmdName + " --dir D --admin-key K --name N (--public-key PUB | --passkey FILE) [--id ID] [--json]",
 			Description: desc,
 			Flags:       flags,
 			Action: func(ctx context.Context, c *cli.Command) error {
+				if (c.String("public-key") == "") == (c.String("passkey") == "") {
+					return usage(c, "give exactly one of --public-key (an Ed25519 key) and --passkey (a passkey file)")
+				}
+				var doc statement.PrincipalDoc
+				var keyID string
+				if file := c.String("passkey"); file != "" {
+					pk, err := readPasskeyFile(file)
+					if err != nil {
+						return fmt.Errorf("%s: --passkey %s: %w", c.FullName(), file, err)
+					}
+					doc.PublicKey, doc.KeyType, doc.CredentialID = pk.PublicKey, pk.KeyType, pk.CredentialID
+					doc.RPID, doc.Origins, doc.AllowedTypes = pk.RPID, pk.Origins, pk.AllowedTypes
+					keyID = pk.keyID
+				} else {
+					pub, _, err := loadAnyPublicKey(c.String("public-key"))
+					if err != nil {
+						return fmt.Errorf("%s: --public-key: %w", c.FullName(), err)
+					}
+					doc.PublicKey, keyID = sign.EncodePublicKey(pub), sign.KeyID(pub)
+				}
 				a, err := beginAuthoring(ctx, c, "admin-key")
 				if err != nil {
 					return err
 				}
 				defer a.close()
-				pub, _, err := loadAnyPublicKey(c.String("public-key"))
-				if err != nil {
-					return fmt.Errorf("%s: --public-key: %w", c.FullName(), err)
-				}
 				name := c.String("name")
 				if name == "" { // retire: the bound name
 					l, err := a.ledger("finding the principal's name")
 					if err != nil {
 						return err
 					}
-					if name, err = keyName(l, pub); err != nil {
+					rec, err := l.KeyBinding(keyID)
+					if err != nil {
 						return err
 					}
-					if name == "" {
-						return fmt.Errorf("%s: key %s is not bound in the ledger", c.FullName(), sign.KeyID(pub))
+					if rec == nil {
+						return fmt.Errorf("%s: key %s is not bound in the ledger", c.FullName(), keyID)
 					}
+					name = rec.Name
 				}
 				h, err := a.header(statement.Principal)
 				if err != nil {
 					return err
 				}
-				return a.finish(ctx, &statement.PrincipalDoc{Header: h, PrincipalID: a.id("principal"), Op: op,
-					Name: name, PublicKey: sign.EncodePublicKey(pub)})
+				if op != statement.OpRetire && !c.Bool("json") {
+					// The fingerprint the person and the admin compare
+					// (DESIGN §1): the registering page shows the same.
+					fmt.Fprintf(c.Root().Writer, "keyid %s (compare it with the key id the person's device or page shows)\n", keyID)
+				}
+				doc.Header, doc.PrincipalID, doc.Op, doc.Name = h, a.id("principal"), op, name
+				return a.finish(ctx, &doc)
 			},
 		}
 	}
 	return &cli.Command{
 		Name:  "principal",
-		Usage: "enroll or retire a person's or organisation's key",
+		Usage: "enroll or retire a person's or organisation's key, or add a device's key",
 		Description: `Principals are the people and organisations who grant agents authority. The
 admin enrolls a principal's key under a name, once and for ever; retiring it
-ends its grants from then on and never frees the key or the name.
+ends its grants from then on and never frees the key or the name. A key is
+an Ed25519 key (--public-key) or a passkey (--passkey FILE, a WebAuthn
+credential: see docs/FORMATS.md). A name may hold several keys, one per
+device: add-key binds another one to an enrolled name.
 
 Example:
 
-   custody principal enroll --admin-key custody-data/keys/admin.key --name user:alice --public-key alice.key`,
+   custody principal enroll --admin-key custody-data/keys/admin.key --name user:alice --public-key alice.key
+   custody principal add-key --admin-key custody-data/keys/admin.key --name user:alice --passkey alice-phone.json`,
 		Commands: []*cli.Command{
 			sub(statement.OpEnroll, "bind a principal's key to a name", `Appends a PRINCIPAL statement, signed by the admin key, that binds the key
-to the name. The key may then sign CONFIRMs, granting agents authority.
+to the name. The key may then sign CONFIRMs, granting agents authority. A
+passkey (--passkey FILE) signs only the kinds its allowed_types list
+(default APPROVAL, STOP, RESUME). It prints the key id, for the person and
+the admin to compare.
 
 Example:
 
    custody principal enroll --dir ./custody-data --admin-key ./custody-data/keys/admin.key --name user:alice --public-key alice.key`),
+			sub(statement.OpAddKey, "bind another key (a device, a passkey) to an enrolled principal's name", `Appends a PRINCIPAL add_key statement, signed by the admin key, that binds
+one more key to an enrolled principal's name: a second device. The name's
+authority (the workflows it owns, the grants it issued, its STOPs) is then
+the new key's too; an approval quorum counts the name once. It prints the
+key id, for the person and the admin to compare.
+
+Example:
+
+   custody principal add-key --dir ./custody-data --admin-key ./custody-data/keys/admin.key --name user:alice --passkey alice-phone.json`),
 			sub(statement.OpRetire, "retire a principal's key", `Appends a PRINCIPAL retire statement, signed by the admin key. From then on
-the key signs nothing new and its grants (and everything below them) end as
-if revoked. --name defaults to the key's bound name.
+the key signs nothing new and the grants it issued (and everything below
+them) end as if revoked; the name's other keys stay live. --name defaults
+to the key's bound name.
 
 Example:
 
@@ -362,6 +425,7 @@ func grantFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "limit", Usage: "a limit, key=N, like budget_usd=800 (repeat)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "how long the grant lasts, like 15m", Required: true},
 		&cli.BoolFlag{Name: "revocable", Value: true, Usage: "whether the grant's issuer may revoke it (default: true; --revocable=false: only the admin can)"},
+		&cli.StringFlag{Name: "approvals", Usage: "a JSON file holding the grant's approval rules: an array of {rule_id, capabilities, targets?, step_ids?, above?, approvers, quorum, ttl_seconds} (README: Require a person's approval)"},
 	}
 }
 
@@ -386,6 +450,15 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 	g.Scope.Capabilities = canonicalSet(c.StringSlice("capability"))
 	g.Scope.Principals = optionalSet(c.StringSlice("principal"))
 	g.Revocable = c.Bool("revocable")
+	if file := c.String("approvals"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return g, fmt.Errorf("--approvals: %w", err)
+		}
+		if g.Approvals, err = scope.ParseRules(data); err != nil {
+			return g, fmt.Errorf("--approvals %s: %w", file, err)
+		}
+	}
 	return g, nil
 }
 
@@ -398,7 +471,7 @@ func confirmCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "confirm",
 		Usage:     "grant an agent bounded authority (as a principal)",
-		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--risk low|medium|high] [--json]",
+		UsageText: "custody confirm --dir D --key K --grantee NAME --grantee-key PUB --workflow WF [--step S]... --target T... --capability C... [--principal P]... [--limit key=N]... --ttl 15m [--revocable=false] [--approvals FILE] [--risk low|medium|high] [--json]",
 		Description: `Appends a CONFIRM: the principal who owns K grants the agent NAME (key PUB)
 authority in workflow WF over the given targets and capabilities, optionally
 only for some steps, within the limits, for ttl. The first CONFIRM of a
@@ -445,7 +518,7 @@ func delegateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "delegate",
 		Usage:     "hand a sub-agent a strictly narrower part of a grant (as its grantee)",
-		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--json]",
+		UsageText: "custody delegate --dir D --key K --parent GRANT_ID --grantee NAME --grantee-key PUB [--step S]... --target T... --capability C... [--limit key=N]... --ttl 10m [--approvals FILE] [--json]",
 		Description: `Appends a DELEGATE: the grantee of the parent grant hands the agent NAME a
 part of it. The ledger requires a proper attenuation: every pattern covered
 by the parent's, every parent limit kept and not raised, no later expiry,
@@ -783,4 +856,49 @@ func (a *authoring) precheck(st statement.Statement) error {
 			time.Duration(g.TTLSeconds)*time.Second, maxTTL, time.Duration(maxTTL)*time.Second)
 	}
 	return nil
+}
+
+// passkeyFile is the file custody principal enroll --passkey reads.
+type passkeyFile struct {
+	KeyType      string   `json:"key_type"`
+	PublicKey    string   `json:"public_key"`
+	CredentialID string   `json:"credential_id"`
+	RPID         string   `json:"rp_id"`
+	Origins      []string `json:"origins"`
+	AllowedTypes []string `json:"allowed_types,omitempty"`
+
+	keyID string
+}
+
+// readPasskeyFile reads and checks a passkey file: strict JSON, closed
+// schema, and the key, rp_id and origins as a PRINCIPAL binds them.
+func readPasskeyFile(file string) (*passkeyFile, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var pf passkeyFile
+	if err := canon.UnmarshalRelaxed(bytes.TrimSpace(b), &pf); err != nil {
+		return nil, fmt.Errorf("not a passkey file {key_type, public_key, credential_id, rp_id, origins[, allowed_types]}: %w", err)
+	}
+	pk, err := sign.NewPasskey(pf.KeyType, pf.PublicKey, pf.RPID, pf.Origins)
+	if err != nil {
+		return nil, err
+	}
+	pf.keyID = pk.KeyID()
+	return &pf, nil
+}
+
+// principalDocKeyID is the key id a PRINCIPAL statement binds.
+func principalDocKeyID(p *statement.PrincipalDoc) string {
+	if p.IsPasskey() {
+		if k, err := sign.ParsePasskeyKey(p.KeyType, p.PublicKey); err == nil {
+			return k.KeyID()
+		}
+		return ""
+	}
+	if pub, err := sign.ParsePublicKey(p.PublicKey); err == nil {
+		return sign.KeyID(pub)
+	}
+	return ""
 }

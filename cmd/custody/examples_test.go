@@ -194,7 +194,7 @@ func TestDeployCommandsParse(t *testing.T) {
 // of its own with probe.
 func probeAll(c *cli.Command, probe func(*cli.Command) error) {
 	for _, sub := range c.Commands {
-		if sub.Action != nil && (len(sub.Commands) == 0 || sub.Name == "bench" || sub.Name == "verify") {
+		if sub.Action != nil && (len(sub.Commands) == 0 || sub.Name == "bench" || sub.Name == "verify" || sub.Name == "gate") {
 			sub.Action = func(_ context.Context, c *cli.Command) error { return probe(c) }
 		}
 		probeAll(sub, probe)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
@@ -22,9 +25,16 @@ func init() { register(gateCommand) }
 const gateExample = `{
   "tools": {
     "write_file": {"capability": "fs.write", "target": "fs/{path}",
+                   "paths": {"path": "realpath"}, "inert": ["content"],
                    "reserve": {"writes": 1}},
-    "read_text_file": {"capability": "fs.read", "target": "fs/{path}"}
+    "move_file": {"capability": "fs.write",
+                  "targets": ["fs/{source}", "fs/{destination}"],
+                  "paths": {"source": "realpath", "destination": "realpath"}},
+    "read_text_file": {"capability": "fs.read", "target": "fs/{path}",
+                       "paths": {"path": "realpath"}, "inert": ["head", "tail"]}
   },
+  "resources": [{"uri": "file:///{path}", "capability": "fs.read",
+                 "target": "fs/{path}"}],
   "passthrough": ["list_allowed_directories"]
 }`
 
@@ -55,25 +65,51 @@ agent gets the STOP's reason; later calls are denied until a RESUME. When the
 ledger or the event stream cannot be reached, calls are refused
 ("ledger_unavailable: ..."), never forwarded.
 
-The configuration (JSON) maps tool names to custody identifiers:
+The configuration (JSON) maps tool names and resource URIs to custody
+identifiers:
 
 ` + gateExample + `
 
   capability  the RECEIPT's action (an identifier)
-  target      a template: {arg} is the call's argument arg (a string or an
-              integer), its leading '/' dropped: fs/{path} with path
-              /a/b.txt gives fs/a/b.txt. A value that makes no identifier
-              (spaces, "..", an empty segment) refuses the call.
+  target      a template: {arg} is the call's argument arg (a string, or an
+              integer within ±(2^53-1): a fraction, an exponent or a larger
+              number is refused), its leading '/' dropped: fs/{path} with
+              path /a/b.txt gives fs/a/b.txt. A value that makes no
+              identifier (spaces, "..", an empty segment) refuses the call.
+  targets     instead of target, several templates for a tool that acts on
+              several things: one pending RECEIPT each, and the call runs
+              only when the ledger accepted every one (the first reserves)
+  inert       the arguments that designate nothing acted on; every argument
+              of the tool's input schema must be in a template or inert, or
+              the tool is not offered (a warning names it)
+  paths       arg -> "absolute" (a relative path is refused) or "realpath"
+              (also resolved through symbolic links by the gate, and
+              forwarded resolved; for a spawned upstream only)
   step        a template for the step id (default: the tool name, '/', and
               a counter: write_file/7)
   reserve     limit -> amount reserved by each call; limits in force on the
               grant's chain that it omits are reserved at 0
+  pin         "sha256:..." of the tool's definition (custody gate pin): a
+              tool whose definition changed is not offered
+  resources   [{uri, capability, target}]: reads and subscriptions of a URI
+              the template matches are steps; any other URI is refused
+  prompts, completions
+              true to pass the upstreams' prompts or completions (ungated)
   passthrough tools forwarded ungated, without receipts (logged at start)
   filter_list false to list every upstream tool; by default tools/list
               shows only tools the grant could ever allow
 
 A tool with no mapping that is not in passthrough is refused
-("unmapped_tool: ...").
+("unmapped_tool: ..."). Every refusal is one line on standard error (msg=
+refused, code=...), counted in custody_gate_refusals_total (--metrics), and,
+when the gate refused it before the ledger decided, a pending RECEIPT with
+side_effects.refused_by that the ledger denies (or accepts, followed by its
+failure outcome): replay shows it. A JSON-RPC batch on stdio is answered
+with error -32600 and the session goes on. When the gate cannot start (a
+configuration, key or grant problem, the ledger or an upstream down) it
+still answers the host on stdio: each call gets the error and how to fix it.
+The gate logs to standard error, which MCP hosts keep in their MCP server
+logs.
 
 Exit codes: 0 ok (the agent hung up), 1 error (the grant or an upstream
 could not be used), 2 usage (bad flags or configuration), 5 unavailable
@@ -93,9 +129,11 @@ Example:
 			&cli.StringSliceFlag{Name: "upstream-url", Usage: "an upstream MCP server's streamable HTTP `URL` (repeat for several)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this loopback `ADDR` (127.0.0.1:8931) instead of stdio"},
 			&cli.DurationFlag{Name: "stream-timeout", Value: 5 * time.Second, Usage: "how long a call waits for the workflow's event stream before it is refused"},
+			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (refusals by code, hidden tools) at http://`ADDR`/metrics (loopback only)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "log only errors to standard error"},
 		},
-		Action: runGate,
+		Commands: []*cli.Command{gatePinCommand()},
+		Action:   runGate,
 	}
 }
 
@@ -112,13 +150,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 			return usage(c, "--%s is required", f)
 		}
 	}
-	var ups []gate.Upstream
-	if c.NArg() > 0 {
-		ups = append(ups, gate.Upstream{Command: c.Args().Slice()})
-	}
-	for _, u := range c.StringSlice("upstream-url") {
-		ups = append(ups, gate.Upstream{URL: u})
-	}
+	ups := gateUpstreams(c)
 	if len(ups) == 0 {
 		return usage(c, "no upstream: give a command after -- or --upstream-url URL")
 	}
@@ -128,25 +160,10 @@ func runGate(ctx context.Context, c *cli.Command) error {
 			return usage(c, "--http %s: %v", addr, err)
 		}
 	}
-	data, err := os.ReadFile(c.String("config"))
-	if err != nil {
-		return usage(c, "--config: %v", err)
-	}
-	cfg, err := gate.ParseConfig(data)
-	if err != nil {
-		return usage(c, "--config %s: %v", c.String("config"), err)
-	}
-	vkey, err := verifierKeyArg(c, "log-key")
-	if err != nil {
-		return err
-	}
-	priv, err := readPrivateKey(c.String("key"))
-	if err != nil {
-		return fmt.Errorf("--key: %w", err)
-	}
-	cl, err := client.New(loc.value, vkey, nil)
-	if err != nil {
-		return usage(c, "--ledger: %v", err)
+	if m := c.String("metrics"); m != "" {
+		if err := loopbackAddr(m); err != nil {
+			return usage(c, "--metrics %s: %v", m, err)
+		}
 	}
 	level := slog.LevelInfo
 	if c.Bool("quiet") {
@@ -154,18 +171,45 @@ func runGate(ctx context.Context, c *cli.Command) error {
 	}
 	stderr := c.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "custody gate")
-	rt := client.NewRuntime(cl, priv, "", nil)
-	g, err := gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: c.String("grant"), Upstreams: ups,
-		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: version()})
+
+	g, err := startGate(ctx, c, loc.value, ups, logger, stderr)
 	if err != nil {
+		if addr != "" {
+			return err
+		}
+		// Started by an MCP host over stdio: a gate that exits shows the
+		// host only "connection closed". It serves MCP anyway and answers
+		// every call with what is wrong and how to fix it; it exits (with
+		// the error's code) when the host hangs up.
+		logger.Error("the gate could not start; it answers every call with this error until the host stops it", "err", err)
+		srv := gate.Unavailable(oneLine(err.Error()), version())
+		rerr := srv.Run(ctx, &gate.StdioTransport{Reader: c.Root().Reader, Writer: c.Root().Writer})
+		if rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, mcp.ErrConnectionClosed) && !errors.Is(rerr, io.EOF) {
+			logger.Error("serving the error", "err", rerr)
+		}
 		return err
 	}
 	defer g.Close()
-	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", cl.URL())
+	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", loc.value)
+	if m := c.String("metrics"); m != "" {
+		ln, err := net.Listen("tcp", m)
+		if err != nil {
+			return fmt.Errorf("--metrics %s: %w", m, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(g.Metrics(), promhttp.HandlerOpts{}))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(ln)
+		defer msrv.Close()
+		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
 
 	if addr == "" {
-		err := g.Server().Run(ctx, &mcp.StdioTransport{})
-		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		t := &gate.StdioTransport{Reader: c.Root().Reader, Writer: c.Root().Writer, Rejected: func(code int64, msg string) {
+			logger.Warn("refused a message from the agent", "jsonrpc_code", code, "reason", msg)
+		}}
+		err := g.Server().Run(ctx, t)
+		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 			return nil
 		}
 		return err
@@ -182,6 +226,130 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	return nil
+}
+
+func gateUpstreams(c *cli.Command) []gate.Upstream {
+	var ups []gate.Upstream
+	if c.NArg() > 0 {
+		ups = append(ups, gate.Upstream{Command: c.Args().Slice()})
+	}
+	for _, u := range c.StringSlice("upstream-url") {
+		ups = append(ups, gate.Upstream{URL: u})
+	}
+	return ups
+}
+
+// readGateConfig reads --config; the error says how to fix a relative
+// path that the host resolved against a folder the user did not expect.
+func readGateConfig(c *cli.Command) (*gate.Config, error) {
+	path := c.String("config")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !filepath.IsAbs(path) {
+			wd, _ := os.Getwd()
+			return nil, usage(c, "--config %s: %v; the path is relative and the gate runs in %s (an MCP host starts it in a folder of its choosing): give the absolute path", path, err, wd)
+		}
+		return nil, usage(c, "--config: %v", err)
+	}
+	cfg, err := gate.ParseConfig(data)
+	if err != nil {
+		return nil, usage(c, "--config %s: %v; fix the file (the README's gate section shows its fields)", path, err)
+	}
+	return cfg, nil
+}
+
+// startGate reads the configuration and the keys and starts the gate;
+// each error says what is wrong and how to fix it.
+func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate.Upstream, logger *slog.Logger, stderr io.Writer) (*gate.Gate, error) {
+	cfg, err := readGateConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	vkey, err := verifierKeyArg(c, "log-key")
+	if err != nil {
+		return nil, err
+	}
+	priv, err := readPrivateKey(c.String("key"))
+	if err != nil {
+		hint := ""
+		if !filepath.IsAbs(c.String("key")) {
+			hint = " (the path is relative: give the absolute path)"
+		}
+		return nil, fmt.Errorf("--key: %w%s", err, hint)
+	}
+	cl, err := client.New(ledgerURL, vkey, nil)
+	if err != nil {
+		return nil, usage(c, "--ledger: %v", err)
+	}
+	rt := client.NewRuntime(cl, priv, "", nil)
+	g, err := gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: c.String("grant"), Upstreams: ups,
+		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: version()})
+	if err != nil {
+		return nil, fmt.Errorf("%w%s", err, gate.Fix(err, ledgerURL))
+	}
+	return g, nil
+}
+
+func gatePinCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "pin",
+		Usage:     "pin the definitions of the tools the gate's configuration maps",
+		UsageText: "custody gate pin --config FILE -- UPSTREAM_COMMAND [ARGS...]\ncustody gate pin --config FILE --upstream-url URL",
+		Description: `Connects to the upstream servers, reads the definition (name, description,
+input schema) of each tool the configuration maps, and writes its SHA-256 into
+the tool's "pin" in FILE. Review the tools first: the gate offers a pinned tool
+only while its definition is the one pinned, so a server that later changes
+what a tool says it does (a "rug pull") loses the tool, and the gate says so on
+standard error. It also says which tools the gate would still not offer (an
+argument of the input schema neither in a template nor declared inert).
+
+Example:
+
+   custody gate pin --config /srv/agent/gate.json \
+     -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "the gate's configuration `FILE`, rewritten with the pins", TakesFile: true, Sources: cli.EnvVars("CUSTODY_GATE_CONFIG")},
+			&cli.StringSliceFlag{Name: "upstream-url", Usage: "an upstream MCP server's streamable HTTP `URL` (repeat for several)"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			path := c.String("config")
+			if path == "" {
+				return usage(c, "--config is required")
+			}
+			ups := gateUpstreams(c)
+			if len(ups) == 0 {
+				return usage(c, "no upstream: give a command after -- or --upstream-url URL")
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return usage(c, "--config: %v", err)
+			}
+			out, results, err := gate.Pin(ctx, data, ups, c.Root().ErrWriter)
+			if err != nil {
+				return err
+			}
+			if err := writeFileAtomic(path, out); err != nil {
+				return err
+			}
+			w := c.Root().Writer
+			for _, r := range results {
+				switch {
+				case r.Upstream == "":
+					fmt.Fprintf(w, "%s: no upstream offers it; pin unchanged\n", r.Tool)
+				case r.Old == r.New:
+					fmt.Fprintf(w, "%s (%s): pin unchanged %s\n", r.Tool, r.Upstream, r.New)
+				case r.Old == "":
+					fmt.Fprintf(w, "%s (%s): pinned %s\n", r.Tool, r.Upstream, r.New)
+				default:
+					fmt.Fprintf(w, "%s (%s): definition changed: pin %s replaced by %s\n", r.Tool, r.Upstream, r.Old, r.New)
+				}
+				if r.Unfit != "" {
+					fmt.Fprintf(w, "  warning: the gate will not offer %s: %s\n", r.Tool, r.Unfit)
+				}
+			}
+			return nil
+		},
+	}
 }
 
 // loopbackAddr checks that addr listens on a loopback address only.

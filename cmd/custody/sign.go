@@ -202,11 +202,13 @@ func scopeCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "check that a child scope attenuates its parent",
-		UsageText: "custody scope check --parent P.json --child C.json [--parent-revocable=true] [--child-revocable=true] [--child-depth N [--max-depth 3]] [--json]",
+		UsageText: "custody scope check --parent P.json --child C.json [--parent-revocable=true] [--child-revocable=true] [--child-depth N [--max-depth 3]] [--owner NAME] [--json]",
 		Description: `Decides, with the same function the ledger uses, whether the child
 descriptor is a proper attenuation of the parent: same workflow, every child
 pattern covered, every parent limit kept and not raised, no later expiry, not
-less revocable, and strictly narrower somewhere. Prints "ok" and exits 0, or
+less revocable, and strictly narrower somewhere; and that the child's approval
+rules (its "approvals") name only approvers the parent's rules cover, or the
+workflow's owner given with --owner. Prints "ok" and exits 0, or
 prints "<reason_code>: <sentence>" and exits 3. Revocability is a field of the
 grant, not of the descriptor: give it with --parent-revocable and
 --child-revocable (both default to true). So is depth: with --child-depth
@@ -224,6 +226,7 @@ Example:
 			&cli.BoolFlag{Name: "child-revocable", Value: true, Usage: "whether the child grant is revocable"},
 			&cli.IntFlag{Name: "child-depth", Usage: "the child grant's depth (a CONFIRM's grantee is 1); at --max-depth its principals do not count as narrowing"},
 			&cli.IntFlag{Name: "max-depth", Value: scope.DefaultMaxDepth, Usage: "the log's max_depth from GENESIS"},
+			&cli.StringFlag{Name: "owner", Usage: "the workflow owner's name, which a child's approval rules may always name as an approver"},
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -247,6 +250,12 @@ Example:
 			}
 			err = scope.Attenuates(scope.Grant{Descriptor: p, Revocable: c.Bool("parent-revocable")},
 				scope.Grant{Descriptor: ch, Revocable: c.Bool("child-revocable"), Final: final})
+			if err == nil {
+				// Approval rules are not attenuated by copying: the child
+				// may add rules, naming only approvers the parent's rules
+				// cover or the workflow's owner (DESIGN §7).
+				err = scope.CheckApprovers(ch.Approvals, []scope.Descriptor{p}, c.String("owner"))
+			}
 			v := scopeVerdict{OK: err == nil}
 			var se *scope.Error
 			if errors.As(err, &se) {

@@ -38,7 +38,7 @@ func GrantHash(o Obj) string {
 	if err != nil {
 		return ZeroHash
 	}
-	d, err := scope.Derive(g.Scope, g.Limits, ts, g.TTLSeconds)
+	d, err := scope.DeriveRules(g.Scope, g.Limits, g.Approvals, ts, g.TTLSeconds)
 	if err != nil {
 		return ZeroHash
 	}

@@ -42,6 +42,7 @@ func (s *Store) Acquire(ctx context.Context, advertise string, ttl time.Duration
 		return Lease{}, s.wrap(fmt.Errorf("acquiring the sequencer lease: %w", err))
 	}
 	l.Epoch, l.Failovers, l.Live, l.Mine = uint64(epoch), uint64(failovers), true, true
+	s.leaseMS.Store(max(ttl.Milliseconds(), 100))
 	s.epoch.Store(l.Epoch)
 	return l, nil
 }
@@ -64,6 +65,7 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration) (time.Time, error)
 	if err != nil {
 		return time.Time{}, s.wrap(fmt.Errorf("renewing the sequencer lease: %w", err))
 	}
+	s.leaseMS.Store(max(ttl.Milliseconds(), 100))
 	return exp, nil
 }
 

@@ -77,6 +77,9 @@ type Store struct {
 	// unknownPID is the server process of a transaction whose COMMIT had
 	// an unknown outcome (0: none); see SettleUnknown.
 	unknownPID atomic.Int64
+	// leaseMS is the lease time of the last acquisition or renewal, in
+	// milliseconds: what bounds a commit's transaction (fenceLimits).
+	leaseMS atomic.Int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -105,6 +108,19 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	// The database notices a client that vanished without closing its
+	// connections (a machine cut off or powered off) in about 15 s rather
+	// than the kernel's two hours, unless the URL says otherwise. What
+	// bounds a frozen leader's lock on the lease row is fenceLimits.
+	for k, v := range map[string]string{"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "2", "tcp_keepalives_count": "5"} {
+		if _, ok := cfg.ConnConfig.RuntimeParams[k]; !ok {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
+	if cfg.ConnConfig.DialFunc == nil {
+		d := &net.Dialer{KeepAlive: 5 * time.Second}
+		cfg.ConnConfig.DialFunc = d.DialContext
+	}
 	if o.Create && o.Origin != "" {
 		self := name
 		if self == "" {
@@ -199,10 +215,21 @@ func (s *Store) wrap(err error) error {
 	if err == nil || errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
+	if diskFull(err) {
+		return fmt.Errorf("%w: %w: %s: %w", storage.ErrDiskFull, storage.ErrUnavailable, s.location, err)
+	}
 	if unavailable(err) {
-		return fmt.Errorf("%w: %s: %v", storage.ErrUnavailable, s.location, err)
+		return fmt.Errorf("%w: %s: %w", storage.ErrUnavailable, s.location, err)
 	}
 	return err
+}
+
+// diskFull reports whether the database refused for want of space
+// (SQLSTATE 53100 disk_full; 53400, a configured limit such as
+// temp_file_limit, is answered the same way).
+func diskFull(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "53100" || pe.Code == "53400")
 }
 
 func unavailable(err error) bool {
@@ -212,8 +239,12 @@ func unavailable(err error) bool {
 		case pe.Code == "25006": // read_only_sql_transaction: a standby
 			return true
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "57P"), // admin shutdown, crash shutdown, cannot connect now
-			pe.Code == "53300":                // too many connections
+			strings.HasPrefix(pe.Code, "57"), // operator intervention: shutdown, terminated, cancelled
+			strings.HasPrefix(pe.Code, "53"), // insufficient resources: disk, memory, connections
+			strings.HasPrefix(pe.Code, "58"), // system error: I/O
+			strings.HasPrefix(pe.Code, "40"), // serialization failure, deadlock: try again
+			pe.Code == "25P03",               // idle_in_transaction_session_timeout (qLimits)
+			pe.Code == "55P03":               // lock_not_available: lock_timeout (qLimits)
 			return true
 		}
 		return false
@@ -405,7 +436,16 @@ func (s *Store) Weigh(b *storage.Batch) int {
 }
 
 const (
-	qFence = `WITH l AS (SELECT epoch FROM custody_lease WHERE id = 1 AND epoch = $1 FOR SHARE)
+	// qLimits bounds the batch's transaction by one lease time ($1, in
+	// milliseconds): the transaction locks the lease row (FOR SHARE), and a
+	// leader frozen (paused, or cut off with its sockets open) between its
+	// batch and COMMIT would otherwise hold that lock, and so block every
+	// takeover, for as long as the fault lasts. PostgreSQL ends a session
+	// left idle inside the transaction for a lease time (rolling it back:
+	// the fence refuses it anyway once the lease has gone), and the fence
+	// waits no longer than that for the lease row.
+	qLimits = `SELECT set_config('idle_in_transaction_session_timeout', $1, true), set_config('lock_timeout', $1, true)`
+	qFence  = `WITH l AS (SELECT epoch FROM custody_lease WHERE id = 1 AND epoch = $1 FOR SHARE)
 		UPDATE custody_head h SET size = $3, edge = $4, checkpoint = $5, epoch = $1,
 			origin = CASE WHEN $6 = '' THEN h.origin ELSE $6 END
 		FROM l WHERE h.id = 1 AND h.size = $2`
@@ -430,6 +470,9 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 	defer tx.Rollback(context.Background())
 	size := b.Size()
 	var pb pgx.Batch
+	if ms := s.leaseMS.Load(); ms > 0 {
+		pb.Queue(qLimits, fmt.Sprint(ms))
+	}
 	pb.Queue(qFence, int64(epoch), int64(b.From), int64(size), b.Edge, b.Checkpoint, b.Origin)
 	if len(b.Leaves) > 0 {
 		idx := make([]int64, len(b.Leaves))
@@ -484,6 +527,12 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 	var pid int32
 	pb.Queue("SELECT pg_backend_pid()").QueryRow(func(r pgx.Row) error { return r.Scan(&pid) })
 	br := tx.SendBatch(ctx, &pb)
+	if s.leaseMS.Load() > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))
+		}
+	}
 	tag, err := br.Exec()
 	if err != nil {
 		br.Close()

@@ -69,6 +69,22 @@ vectors = [
     ("latest expiry and a limit key with segments",
      {"capabilities": ["spend"], "expires_at": "9999-12-31T23:59:59Z",
       "limits": {"usd/total": 10}, "targets": ["wallet"], "workflow_id": "wf_far"}),
+    # Approval rules (DESIGN §7) are copied into the descriptor sorted by
+    # rule_id, so the scope hash commits to them.
+    ("one approval rule, as DESIGN §7 writes it",
+     {"approvals": [{"above": {"budget_usd": 300}, "approvers": ["org:acme/finance/*", "user:alice"],
+                     "capabilities": ["purchase"], "quorum": 1, "rule_id": "big_spend",
+                     "targets": ["airline_portal/*"], "ttl_seconds": 900}],
+      "capabilities": ["purchase", "submit_form"], "expires_at": "2026-03-19T08:27:00Z",
+      "limits": {"budget_usd": 800, "max_side_effects": 1}, "step_ids": ["step_2", "step_3"],
+      "targets": ["airline_portal/account_123"], "workflow_id": "wf_9f3a"}),
+    ("two approval rules sorted by rule_id, one with step_ids and a quorum of 2",
+     {"approvals": [{"approvers": ["user:alice", "user:bob", "user:carol"], "capabilities": ["db:delete"],
+                     "quorum": 2, "rule_id": "deletes", "step_ids": ["prod/*"], "ttl_seconds": 86400},
+                    {"approvers": ["*"], "capabilities": ["*"], "quorum": 16, "rule_id": "everything",
+                     "ttl_seconds": 1}],
+      "capabilities": ["db:delete", "db:read"], "expires_at": "2026-06-30T12:00:00Z",
+      "targets": ["db/*"], "workflow_id": "wf_etl"}),
 ]
 
 out = []

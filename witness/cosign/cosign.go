@@ -124,7 +124,11 @@ type Cosigner struct {
 	best    *record            // the newest record that meets the quorum, guarded by mu
 	bestCh  chan struct{}      // closed when best changes, guarded by mu
 	running bool               // Run is running, guarded by mu
-	stats   Stats              // guarded by mu
+	// target is the checkpoint every witness is asked to cosign this
+	// round, and targetAt when it became the target (pick), guarded by mu.
+	target   uint64 // its size (records are replaced as they gather; 0: none)
+	targetAt time.Time
+	stats    Stats // guarded by mu
 
 	saveCh  chan struct{} // buffered 1: the newest witnessed checkpoint changed
 	written []byte        // what the store holds; used by persist (in Run) and by Restore (before Run)
@@ -241,7 +245,9 @@ func (c *Cosigner) prune() {
 	for len(c.recs) > maxRecords {
 		oldest = ^uint64(0)
 		for size := range c.recs {
-			oldest = min(oldest, size)
+			if size != c.target { // the round's target gathers until it is met
+				oldest = min(oldest, size)
+			}
 		}
 		delete(c.recs, oldest)
 	}
@@ -425,9 +431,23 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		if !sleep(ctx, backoff) {
 			return
 		}
-		c.mu.Lock()
-		r = c.head // the newest, after any wait
-		c.mu.Unlock()
+		for {
+			next, wait, moved, until := c.pick(p)
+			if next != nil {
+				r = next
+				break
+			}
+			t := time.NewTimer(time.Until(until))
+			select {
+			case <-wait:
+			case <-moved:
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			t.Stop()
+		}
 		if p.known && p.size > r.cp.Size {
 			// The witness holds a larger tree of this log than the log
 			// has: wait for the log to grow past it.
@@ -449,6 +469,33 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 			backoff = c.grow(backoff)
 		}
 	}
+}
+
+// pick returns the checkpoint to ask p to cosign: the round's target, so
+// that under continuous appends the witnesses cosign the same checkpoint
+// and a quorum is reached (each asked for whatever was newest when its
+// own turn came, no size would gather two cosignatures). A new round
+// targets the newest checkpoint once the target met the quorum, or after
+// Options.Timeout without it (the witnesses that could complete it are
+// away). If p has already cosigned the target, pick returns nil and what
+// to wait on: a change of the witnessed checkpoint or of the newest
+// one, or until.
+func (c *Cosigner) pick(p *peer) (r *record, wait, moved <-chan struct{}, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.recs[c.target]
+	if t == nil || (c.best != nil && c.best.cp.Size >= t.cp.Size) || time.Since(c.targetAt) > c.opts.Timeout {
+		c.target, c.targetAt = c.head.cp.Size, time.Now()
+		t = c.head
+	}
+	done := p.known && (p.size > t.cp.Size || (p.size == t.cp.Size && p.root == t.cp.Root))
+	if !done {
+		return t, nil, nil, time.Time{}
+	}
+	if t.cp.Size != c.head.cp.Size && time.Since(c.targetAt) > c.opts.Timeout {
+		return c.head, nil, nil, time.Time{}
+	}
+	return nil, c.bestCh, c.headCh, c.targetAt.Add(c.opts.Timeout + time.Millisecond)
 }
 
 func (c *Cosigner) grow(b time.Duration) time.Duration {

@@ -12,16 +12,20 @@ export { CustodyFormatError, CustodyKeyError, UnverifiedError, HTTPError, Refuse
 export { WitnessPolicy, parseWitnessKey, cosignatureMessage } from "./witness.js";
 export type { WitnessKey, WitnessEvaluation, Cosignature } from "./witness.js";
 export { PrivateKey, loadPrivateKey, generateKey, privateKeyFromSeed, keyId, parsePublicKey, encodePublicKey, checkPublicKey, verifySignature } from "./keys.js";
-export { KINDS, payloadType, kindOfPayloadType, pae, signEnvelope, envelopeText, parseEnvelope, verifyEnvelope, dedupHash } from "./envelope.js";
-export type { Kind, Envelope, ParsedEnvelope } from "./envelope.js";
+export { KINDS, payloadType, kindOfPayloadType, pae, signEnvelope, envelopeText, parseEnvelope, verifyEnvelope, checkPasskeyEnvelope, dedupHash } from "./envelope.js";
+export type { Kind, Envelope, ParsedEnvelope, BoundKey } from "./envelope.js";
 export {
-  scopeHash, deriveDescriptor, checkDescriptor, checkSet, canonicalSet, optionalSet, checkIdentifier, identifierProblem,
+  parsePasskey, parseAssertion, verifyPasskey, passkeyChallenge, isPasskeySig, checkRpId, checkOrigins, PasskeyError, KEY_TYPE_ES256, KEY_TYPE_ED25519,
+} from "./passkey.js";
+export type { Passkey, Assertion } from "./passkey.js";
+export {
+  scopeHash, deriveDescriptor, checkDescriptor, checkRules, checkSet, canonicalSet, optionalSet, checkIdentifier, identifierProblem,
   patternProblem, match, patternCovers, parseTime, formatTime, SCOPE_HASH_PREFIX,
 } from "./scope.js";
-export type { Scope, ScopeDescriptor } from "./scope.js";
+export type { Scope, ScopeDescriptor, ApprovalRule } from "./scope.js";
 export { validateStatement, seal, grantDescriptor, statementBytes, signStatement, parseStatement, statementId, workflowOf, ID_FIELD } from "./statement.js";
 export type {
-  Statement, Header, Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop, Resume, Denial, Grantee, GrantFields, ReceiptResult,
+  Statement, Header, Genesis, Principal, Confirm, Delegate, Revoke, Receipt, Stop, Resume, Approval, Denial, Grantee, GrantFields, ReceiptResult,
 } from "./statement.js";
 export { parseLeaf, MAX_LEAF_SIZE } from "./leaf.js";
 export type { Leaf, ReadLeaf } from "./leaf.js";

@@ -30,8 +30,22 @@ export interface Scope {
   principals?: string[];
 }
 
+/** An approval rule of a CONFIRM or DELEGATE (DESIGN §7). */
+export interface ApprovalRule {
+  rule_id: string;
+  capabilities: string[];
+  targets?: string[];
+  step_ids?: string[];
+  above?: Record<string, number>;
+  approvers: string[];
+  quorum: number;
+  ttl_seconds: number;
+}
+
 /** The scope descriptor a grant's scope_hash is computed from. */
 export interface ScopeDescriptor {
+  /** The grant's approval rules, sorted by rule_id. */
+  approvals?: ApprovalRule[];
   capabilities: string[];
   expires_at: string;
   limits?: Record<string, number>;
@@ -216,12 +230,13 @@ export function formatTime(t: number | Date): string {
 /** checkDescriptor throws (non_canonical) unless d is a canonical scope descriptor. */
 export function checkDescriptor(d: ScopeDescriptor): void {
   if (typeof d !== "object" || d === null || Array.isArray(d)) nonCanonical("", "a scope descriptor is a JSON object");
-  const allowed = new Set(["capabilities", "expires_at", "limits", "principals", "step_ids", "targets", "workflow_id"]);
+  const allowed = new Set(["approvals", "capabilities", "expires_at", "limits", "principals", "step_ids", "targets", "workflow_id"]);
   for (const k of Object.keys(d)) {
     if (!allowed.has(k) && (d as unknown as Record<string, unknown>)[k] !== undefined) {
       throw new CustodyFormatError("schema_invalid", k, `unknown field ${JSON.stringify(k)} in a scope descriptor`);
     }
   }
+  if (d.approvals !== undefined) checkRules(d.approvals);
   checkSet("capabilities", d.capabilities, false);
   if (parseTime(d.expires_at) === null) {
     nonCanonical("expires_at", `${JSON.stringify(d.expires_at)} is not an RFC 3339 UTC time with whole seconds, like 2026-03-19T08:27:00Z`);
@@ -232,6 +247,38 @@ export function checkDescriptor(d: ScopeDescriptor): void {
   checkSet("targets", d.targets, false);
   const prob = identifierProblem(d.workflow_id);
   if (prob) nonCanonical("workflow_id", `workflow_id ${JSON.stringify(d.workflow_id)} ${prob}`);
+}
+
+/**
+ * checkRules throws unless rules is a canonical approvals list (DESIGN §7):
+ * 1..16 rules sorted by rule_id without repeats; in each, an identifier
+ * rule_id, canonical capabilities and approvers (at most 16), optional
+ * canonical targets and step_ids, above a non-empty map of limit keys,
+ * quorum 1..16 and ttl_seconds 1..86400, and no other field.
+ */
+export function checkRules(rules: ApprovalRule[]): void {
+  if (!Array.isArray(rules) || rules.length === 0) nonCanonical("approvals", "approvals is an empty list; omit it instead");
+  if (rules.length > 16) throw new CustodyFormatError("schema_invalid", "approvals", `approvals holds ${rules.length} rules, above the 16 a grant may carry`);
+  const allowed = new Set(["above", "approvers", "capabilities", "quorum", "rule_id", "step_ids", "targets", "ttl_seconds"]);
+  rules.forEach((r, i) => {
+    const path = `approvals[${i}]`;
+    for (const k of Object.keys(r)) {
+      if (!allowed.has(k) && (r as unknown as Record<string, unknown>)[k] !== undefined) {
+        throw new CustodyFormatError("schema_invalid", `${path}.${k}`, `unknown field ${JSON.stringify(k)} in an approval rule`);
+      }
+    }
+    const prob = identifierProblem(r.rule_id);
+    if (prob) nonCanonical(`${path}.rule_id`, `rule_id ${JSON.stringify(r.rule_id)} ${prob}`);
+    if (r.above !== undefined) checkLimits(`${path}.above`, r.above, true);
+    checkSet(`${path}.approvers`, r.approvers, false);
+    if (r.approvers.length > 16) throw new CustodyFormatError("schema_invalid", `${path}.approvers`, `approvers holds ${r.approvers.length} patterns, above 16`);
+    checkSet(`${path}.capabilities`, r.capabilities, false);
+    if (!Number.isSafeInteger(r.quorum) || r.quorum < 1 || r.quorum > 16) throw new CustodyFormatError("schema_invalid", `${path}.quorum`, `quorum ${r.quorum} is outside 1..16`);
+    checkSet(`${path}.step_ids`, r.step_ids, true);
+    checkSet(`${path}.targets`, r.targets, true);
+    if (!Number.isSafeInteger(r.ttl_seconds) || r.ttl_seconds < 1 || r.ttl_seconds > 86400) throw new CustodyFormatError("schema_invalid", `${path}.ttl_seconds`, `ttl_seconds ${r.ttl_seconds} is outside 1..86400`);
+    if (i > 0 && byteCompare(rules[i - 1]!.rule_id, r.rule_id) >= 0) nonCanonical("approvals", `rule_id ${JSON.stringify(r.rule_id)} comes after ${JSON.stringify(rules[i - 1]!.rule_id)}; rules are written sorted by rule_id, without repeats`);
+  });
 }
 
 /** checkLimits checks a limits/reserve/consumed map: identifier keys, integers in 0..2^53-1. */
@@ -256,7 +303,7 @@ export function checkLimits(path: string, m: Record<string, number>, nonEmpty: b
  * deriveDescriptor computes a grant's scope descriptor: its scope's sets
  * and workflow, its limits, and expires_at = timestamp + ttl_seconds.
  */
-export function deriveDescriptor(scope: Scope, limits: Record<string, number> | undefined, timestamp: string, ttlSeconds: number): ScopeDescriptor {
+export function deriveDescriptor(scope: Scope, limits: Record<string, number> | undefined, timestamp: string, ttlSeconds: number, approvals?: ApprovalRule[]): ScopeDescriptor {
   const ts = parseTime(timestamp);
   if (ts === null) nonCanonical("timestamp", `${JSON.stringify(timestamp)} is not RFC 3339 UTC with whole seconds (like 2026-03-19T08:12:00Z)`);
   if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1) nonCanonical("ttl_seconds", `ttl_seconds is ${ttlSeconds}, not an integer of at least 1`);
@@ -270,6 +317,7 @@ export function deriveDescriptor(scope: Scope, limits: Record<string, number> | 
   if (limits !== undefined && Object.keys(limits).length > 0) d.limits = { ...limits };
   if (scope.principals !== undefined) d.principals = scope.principals;
   if (scope.step_ids !== undefined) d.step_ids = scope.step_ids;
+  if (approvals !== undefined) d.approvals = approvals;
   checkDescriptor(d);
   return d;
 }

@@ -13,8 +13,9 @@ import { CustodyFormatError, CustodyKeyError } from "./errors.js";
 import { Envelope, envelopeText, Kind, KINDS, signEnvelope } from "./envelope.js";
 import { PrivateKey, parsePublicKey } from "./keys.js";
 import { parseVerifierKey } from "./note.js";
-import { checkIdentifier, checkLimits, deriveDescriptor, identifierProblem, parseTime, Scope, ScopeDescriptor, scopeHash } from "./scope.js";
+import { ApprovalRule, checkIdentifier, checkLimits, deriveDescriptor, identifierProblem, parseTime, Scope, ScopeDescriptor, scopeHash } from "./scope.js";
 import { isLowerHex64, utf8 } from "./encoding.js";
+import { parsePasskey } from "./passkey.js";
 
 /** Fields every statement carries. */
 export interface Header {
@@ -43,10 +44,22 @@ export interface Principal extends Header {
   type: "PRINCIPAL";
   principal_id: string;
   /** log_key: the admin names a new DENIAL-signing key (name = the log's origin). */
-  op: "enroll" | "retire" | "log_key";
+  op: "enroll" | "add_key" | "retire" | "log_key";
   name: string;
+  /** Standard base64 of the raw Ed25519 key, or of a passkey's SPKI DER. */
   public_key: string;
+  /** A passkey (DESIGN §1): absent for an Ed25519 key. */
+  key_type?: "webauthn-es256" | "webauthn-ed25519";
+  credential_id?: string;
+  rp_id?: string;
+  origins?: string[];
+  /** What the passkey may sign (default APPROVAL, RESUME, STOP). */
+  allowed_types?: string[];
 }
+
+/** PASSKEY_KINDS may be listed in allowed_types; DEFAULT_ALLOWED_TYPES apply when it is absent. */
+export const PASSKEY_KINDS = ["APPROVAL", "CONFIRM", "RESUME", "REVOKE", "STOP"];
+export const DEFAULT_ALLOWED_TYPES = ["APPROVAL", "RESUME", "STOP"];
 
 export interface Grantee {
   name: string;
@@ -61,6 +74,8 @@ export interface GrantFields {
   ttl_seconds: number;
   revocable: boolean;
   scope_hash: string;
+  /** Approval rules (DESIGN §7), sorted by rule_id. */
+  approvals?: ApprovalRule[];
 }
 
 export interface Confirm extends Header, GrantFields {
@@ -98,6 +113,8 @@ export interface Receipt extends Header {
   scope_hash: string;
   /** Pending only. */
   reserve?: Record<string, number>;
+  /** Pending only: lowercase hex SHA-256 of the JCS of the exact call. */
+  params_sha256?: string;
   /** Outcome only. */
   consumed?: Record<string, number>;
   /** Outcome only: the pending receipt's id. */
@@ -126,6 +143,17 @@ export interface Resume extends Header {
   stop_ref: string;
 }
 
+export interface Approval extends Header {
+  type: "APPROVAL";
+  approval_id: string;
+  workflow_id: string;
+  receipt_ref: string;
+  /** Lowercase hex SHA-256 of the held receipt envelope's payload bytes. */
+  receipt_sha256: string;
+  decision: "approve" | "reject";
+  reason?: string;
+}
+
 export interface Denial extends Header {
   type: "DENIAL";
   denial_id: string;
@@ -141,12 +169,12 @@ export interface Denial extends Header {
   reason: string;
 }
 
-export type Statement = Genesis | Principal | Confirm | Delegate | Revoke | Receipt | Stop | Resume | Denial;
+export type Statement = Genesis | Principal | Confirm | Delegate | Revoke | Receipt | Stop | Resume | Approval | Denial;
 
 /** The id field of each kind. */
 export const ID_FIELD: Record<Kind, string> = {
   GENESIS: "genesis_id", PRINCIPAL: "principal_id", CONFIRM: "confirm_id", DELEGATE: "delegation_id",
-  REVOKE: "revoke_id", RECEIPT: "receipt_id", STOP: "request_id", RESUME: "resume_id", DENIAL: "denial_id",
+  REVOKE: "revoke_id", RECEIPT: "receipt_id", STOP: "request_id", RESUME: "resume_id", APPROVAL: "approval_id", DENIAL: "denial_id",
 };
 
 /** statementId is a statement's id (its kind's id field). */
@@ -169,17 +197,18 @@ export function workflowOf(st: Statement): string {
 }
 
 const HEADER = ["type", "timestamp", "log", "actor", "seq"];
-const GRANT = ["grantee", "scope", "limits", "ttl_seconds", "revocable", "scope_hash"];
+const GRANT = ["grantee", "scope", "limits", "ttl_seconds", "revocable", "scope_hash", "approvals"];
 const FIELDS: Record<Kind, string[]> = {
   GENESIS: [...HEADER, "genesis_id", "admin_key", "log_key", "max_depth", "clock_skew_seconds", "max_ttl_seconds"],
-  PRINCIPAL: [...HEADER, "principal_id", "op", "name", "public_key"],
+  PRINCIPAL: [...HEADER, "principal_id", "op", "name", "public_key", "key_type", "credential_id", "rp_id", "origins", "allowed_types"],
   CONFIRM: [...HEADER, "confirm_id", ...GRANT, "risk_level"],
   DELEGATE: [...HEADER, "delegation_id", "parent_ref", "parent_scope_hash", ...GRANT],
   REVOKE: [...HEADER, "revoke_id", "workflow_id", "target_ref", "reason"],
   RECEIPT: [...HEADER, "receipt_id", "workflow_id", "step_id", "action", "target", "authorization_ref", "result", "scope_hash",
-    "reserve", "consumed", "pending_ref", "side_effects", "evidence_refs", "error"],
+    "reserve", "params_sha256", "consumed", "pending_ref", "side_effects", "evidence_refs", "error"],
   STOP: [...HEADER, "request_id", "workflow_id", "stop_scope", "step_id", "takeover_mode", "takeover_to", "reason"],
   RESUME: [...HEADER, "resume_id", "workflow_id", "stop_ref"],
+  APPROVAL: [...HEADER, "approval_id", "workflow_id", "receipt_ref", "receipt_sha256", "decision", "reason"],
   DENIAL: [...HEADER, "denial_id", "envelope", "envelope_size", "envelope_sha256", "signer_keyid", "statement_type", "statement_id", "workflow_id", "reason_code", "reason"],
 };
 
@@ -268,12 +297,14 @@ function grant(o: Obj): void {
   // The scope's grammar and canonical sets are checked on its descriptor;
   // the instant used here does not matter. Its faults are non_canonical.
   try {
-    deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number);
+    deriveDescriptor(s as unknown as Scope, o.limits as Record<string, number> | undefined, "1970-01-01T00:00:00Z", o.ttl_seconds as number,
+      o.approvals as ApprovalRule[] | undefined);
   } catch (e) {
     // As in Go (statement.scopeError): the fault is the scope's, named by
     // the inner message; non_canonical stays, anything else is schema_invalid.
     if (e instanceof CustodyFormatError) {
-      throw new CustodyFormatError(e.code === "non_canonical" ? "non_canonical" : "schema_invalid", "scope", e.message);
+      const path = e.path.startsWith("approvals") ? "approvals" : "scope";
+      throw new CustodyFormatError(e.code === "non_canonical" ? "non_canonical" : "schema_invalid", path, e.message);
     }
     throw e;
   }
@@ -297,9 +328,35 @@ const RULES: Record<Kind, (o: Obj) => void> = {
   },
   PRINCIPAL(o) {
     ident(o, "principal_id");
-    oneOf(o, "op", ["enroll", "retire", "log_key"]);
+    oneOf(o, "op", ["enroll", "add_key", "retire", "log_key"]);
     ident(o, "name");
-    pubkey(o, "public_key");
+    if (o.key_type === undefined) {
+      pubkey(o, "public_key");
+      if (o.credential_id !== undefined || o.rp_id !== undefined || o.origins !== undefined || o.allowed_types !== undefined) {
+        invalid("key_type", "credential_id, rp_id, origins and allowed_types belong to a passkey; key_type is absent (an Ed25519 key)");
+      }
+      return;
+    }
+    const kt = str(o, "key_type");
+    if (kt !== "webauthn-es256" && kt !== "webauthn-ed25519") invalid("key_type", `${JSON.stringify(kt)} is not webauthn-es256 or webauthn-ed25519 (absent for an Ed25519 key)`);
+    if (o.op === "log_key") invalid("key_type", "the log's DENIAL key is an Ed25519 key, never a passkey");
+    try {
+      parsePasskey(kt, str(o, "public_key"), str(o, "rp_id"), o.origins as string[]);
+    } catch (e) {
+      if (e instanceof CustodyFormatError) invalid(e.path, e.message.slice(e.path.length + 2));
+      throw e;
+    }
+    const cid = str(o, "credential_id");
+    const raw = Buffer.from(cid, "base64");
+    if (raw.length === 0 || raw.length > 1023 || raw.toString("base64") !== cid) invalid("credential_id", "must be the canonical standard base64 of 1..1023 bytes (WebAuthn's limit)");
+    if (o.allowed_types !== undefined) {
+      const at = o.allowed_types;
+      if (!Array.isArray(at)) invalid("allowed_types", "must be an array");
+      at.forEach((t, i) => {
+        if (!PASSKEY_KINDS.includes(t as string)) invalid("allowed_types", `${JSON.stringify(t)} is not a kind a principal signs (${PASSKEY_KINDS.join(", ")})`);
+        if (i > 0 && !((at[i - 1] as string) < (t as string))) invalid("allowed_types", `must be sorted without repeats: ${JSON.stringify(t)} after ${JSON.stringify(at[i - 1])}`);
+      });
+    }
   },
   CONFIRM(o) {
     ident(o, "confirm_id");
@@ -324,11 +381,13 @@ const RULES: Record<Kind, (o: Obj) => void> = {
     hash(o, "scope_hash");
     if (o.result === "pending") {
       limits(o, "reserve");
+      if (o.params_sha256 !== undefined) hash(o, "params_sha256");
       absent(o, "consumed", "on a pending receipt");
       absent(o, "pending_ref", "on a pending receipt");
       absent(o, "error", "on a pending receipt");
     } else {
       absent(o, "reserve", "on an outcome receipt (reserve belongs to the pending one)");
+      absent(o, "params_sha256", "on an outcome receipt (it belongs to the pending one)");
       if (o.pending_ref === undefined) invalid("pending_ref", "an outcome receipt must name its pending receipt");
       ident(o, "pending_ref");
       limits(o, "consumed");
@@ -370,6 +429,14 @@ const RULES: Record<Kind, (o: Obj) => void> = {
     ident(o, "resume_id");
     ident(o, "workflow_id");
     ident(o, "stop_ref");
+  },
+  APPROVAL(o) {
+    ident(o, "approval_id");
+    ident(o, "workflow_id");
+    ident(o, "receipt_ref");
+    hash(o, "receipt_sha256");
+    oneOf(o, "decision", ["approve", "reject"]);
+    if (o.reason !== undefined) text(o, "reason");
   },
   DENIAL(o) {
     ident(o, "denial_id");
@@ -431,7 +498,7 @@ export function seal<T extends Statement>(st: T): T {
 
 /** grantDescriptor derives a CONFIRM's or DELEGATE's scope descriptor. */
 export function grantDescriptor(g: Confirm | Delegate): ScopeDescriptor {
-  return deriveDescriptor(g.scope, g.limits, g.timestamp, g.ttl_seconds);
+  return deriveDescriptor(g.scope, g.limits, g.timestamp, g.ttl_seconds, g.approvals);
 }
 
 /** statementBytes is the canonical JSON of a valid statement: the payload that gets signed. */

@@ -20,7 +20,7 @@ from .leaf import MAX_LEAF_SIZE, ReadLeaf, parse_leaf
 from .merkle import leaf_hash, node_hash, root_from_inclusion, verify_consistency, verify_inclusion
 from .note import Checkpoint, KeySet, VerifierKey, open_note, parse_verifier_key, verifier_key_of
 from .passkey import verify_passkey
-from .runtime import (DeniedError, Execution, Hooks, NotExecutedError, Outcome, Runtime, Step, StepContext, StoppedError, new_id,
+from .runtime import (DeniedError, Execution, Hooks, NotExecutedError, Outcome, Runtime, Step, StepContext, StepRun, StoppedError, new_id,
                       params_sha256)
 from .scope import (SCOPE_HASH_PREFIX, canonical_set, check_descriptor, check_identifier, check_set, derive_descriptor, format_time,
                     identifier_problem, match, optional_set, parse_time, pattern_covers, pattern_problem, scope_hash)

@@ -137,7 +137,7 @@ class StepContext:
     """Handed to a step's function: ``stopped`` is set (and an async step cancelled) when a STOP covers it."""
 
     step: Step
-    pending: AppendResult
+    pending: Optional[AppendResult]
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
     stop: Optional[StoppedError] = None
 
@@ -167,6 +167,8 @@ class Runtime:
         self._name = name
         self._next = 0
         self._lock = asyncio.Lock()
+        # An accepted grant's scope_hash and workflow never change: read once, by grant id.
+        self._grants: dict[str, tuple[str, str]] = {}
 
     @property
     def name(self) -> str:
@@ -296,11 +298,17 @@ class Runtime:
         """Appends a RECEIPT; a missing receipt_id gets a fresh one, a missing scope_hash or workflow_id is read from its grant."""
         doc.setdefault("receipt_id", new_id("receipt"))
         if not doc.get("scope_hash") or not doc.get("workflow_id"):
-            g = await self.grant_of(doc["authorization_ref"])
-            doc.setdefault("scope_hash", g["scope_hash"])
-            doc.setdefault("workflow_id", g["scope"]["workflow_id"])
-            if not doc["scope_hash"]:
-                doc["scope_hash"] = g["scope_hash"]
+            ref = doc["authorization_ref"]
+            if ref not in self._grants:
+                g = await self.grant_of(ref)
+                if len(self._grants) >= 4096:
+                    self._grants.clear()
+                self._grants[ref] = (g["scope_hash"], g["scope"]["workflow_id"])
+            sh, wf = self._grants[ref]
+            if not doc.get("scope_hash"):
+                doc["scope_hash"] = sh
+            if not doc.get("workflow_id"):
+                doc["workflow_id"] = wf
         return await self.append({"type": "RECEIPT", **doc})
 
     # --- execute -----------------------------------------------------------
@@ -315,7 +323,19 @@ class Runtime:
         :class:`NotExecutedError` when the step never ran (its pending
         receipt, if logged, is then closed with a failure outcome whose
         error starts with the reason code), or fn's exception after its
-        failure outcome is written.
+        failure outcome is written. A held step waits for approval
+        (``approval_timeout``, default: its deadline).
+        """
+        run = await self.begin(step)
+        if run.held:
+            await run.await_approval(self.approval_timeout)
+        return await run.run(fn)
+
+    async def begin(self, step: Step) -> "StepRun":
+        """Writes a step's pending receipt and returns its :class:`StepRun` (not yet run).
+
+        Raises :class:`NotExecutedError` when the ledger does not accept it
+        (a denial: its reason code) or gives no verified answer.
         """
         ex = Execution()
         try:
@@ -346,67 +366,23 @@ class Runtime:
             raise NotExecutedError(answer.reason_code, str(d), ex) from d
         ex.pending = answer
         s = Step(**{**step.__dict__, "workflow": pending["workflow_id"], "scope_hash": pending["scope_hash"], "receipt_id": rid})
+        run = StepRun(self, s, ex, answer.index, answer.statement, answer.held)
+        if answer.held:
+            await _call(self.hooks.on_held, s, answer)
+        return run
 
-        ctx = StepContext(s, answer)
-        task: Optional[asyncio.Task[Any]] = None
-        connected = asyncio.Event()
-        watch = asyncio.create_task(self._watch(s, answer.index, ex, ctx, connected, lambda: task))
-        try:
-            try:
-                await asyncio.wait_for(connected.wait(), self.watch_timeout)
-            except asyncio.TimeoutError:
-                await self._abandon(s, ex, "ledger_unavailable", f"no event stream for workflow {s.workflow} within {self.watch_timeout} s, so a STOP could not reach the step")
-            if answer.held:
-                await _call(self.hooks.on_held, s, answer)
-                await self._await_approval(s, answer, ex)
-            if ex.stopped is not None:
-                await self._abandon(s, ex, "stopped", str(ex.stopped))
-            ex.ran = True
-            out = Outcome()
-            ferr: Optional[BaseException] = None
-            if inspect.iscoroutinefunction(fn):
-                task = asyncio.ensure_future(fn(ctx))
-            else:
-                task = asyncio.ensure_future(asyncio.to_thread(fn, ctx))
-            if ex.stopped is not None:
-                task.cancel()
-            try:
-                value = await task
-                if isinstance(value, Outcome):
-                    out = value
-                else:
-                    ex.value = value
-            except asyncio.CancelledError as e:
-                if ex.stopped is None:
-                    raise
-                ferr = ex.stopped
-            except Exception as e:  # the step's own failure: recorded, then raised
-                ferr = e
-        finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watch
-        if ferr is not None:
-            msg = str(ferr) or type(ferr).__name__
-            if ex.stopped is not None and ferr is not ex.stopped:
-                msg = f"{msg}; {ex.stopped}"
-            out = Outcome(result="failure", consumed=out.consumed, side_effects=out.side_effects, evidence=out.evidence, error=msg)
-        oerr: Optional[BaseException] = None
-        try:
-            await self._outcome(s, ex, out)
-        except Exception as e:
-            oerr = e
-        await _call(self.hooks.after_execute, s, out, ferr or oerr)
-        if ferr is not None:
-            raise ferr
-        if oerr is not None:
-            raise oerr
-        return ex
-
-    async def _abandon(self, s: Step, ex: Execution, code: str, msg: str) -> None:
-        with contextlib.suppress(Exception):
-            await self._outcome(s, ex, Outcome(result="failure", error=f"{code}: not executed: {msg}"))
-        raise NotExecutedError(code, msg, ex)
+    async def adopt(self, step: Step, receipt_id: str) -> "StepRun":
+        """The :class:`StepRun` of a pending receipt written earlier (e.g. before a LangGraph interrupt),
+        read from its verified leaf; it must be this step's (same workflow, step, action, target, grant)."""
+        e = await self.client.statement(receipt_id)
+        st = e.statement
+        want = {"step_id": step.step_id, "action": step.action, "target": step.target, "authorization_ref": step.auth}
+        if st["type"] != "RECEIPT" or st["result"] != "pending" or any(st[k] != v for k, v in want.items()):
+            raise NotExecutedError("approval_mismatch", f"{receipt_id} is not this step's pending receipt", Execution())
+        if step.params is not None and st.get("params_sha256") != params_sha256(step.params):
+            raise NotExecutedError("approval_mismatch", f"{receipt_id} was written for other parameters", Execution())
+        s = Step(**{**step.__dict__, "workflow": st["workflow_id"], "scope_hash": st["scope_hash"], "receipt_id": receipt_id})
+        return StepRun(self, s, Execution(), e.index, st, True)
 
     async def _watch(self, s: Step, after: int, ex: Execution, ctx: StepContext, connected: asyncio.Event,
                      task: Callable[[], Optional["asyncio.Task[Any]"]]) -> None:
@@ -429,45 +405,6 @@ class Runtime:
             t = task()
             if t is not None:
                 t.cancel()
-
-    async def _await_approval(self, s: Step, answer: AppendResult, ex: Execution) -> None:
-        """Waits for a held receipt to be approved, verifying the APPROVALs itself (DESIGN §7)."""
-        start = time.monotonic()
-        failures = 0
-        while True:
-            if ex.stopped is not None:
-                await self._abandon(s, ex, "approval_closed", str(ex.stopped))
-            try:
-                v = await self.client.verify_bundle(s.receipt_id or "", True)
-                failures = 0
-            except UnverifiedError as e:
-                await self._abandon(s, ex, "unverified", str(e))
-            except (HTTPError, OSError) as e:
-                failures += 1
-                if failures >= 5:
-                    await self._abandon(s, ex, "ledger_unavailable", f"the ledger did not answer while the step was held: {e}")
-                await asyncio.sleep(0.2 * failures)
-                continue
-            st = decide(v, answer.index, int(self.now()))
-            ex.approval = st
-            if st.state == "approved":
-                if st.deadline is not None and self.now() >= st.deadline:
-                    await self._abandon(s, ex, "approval_expired", "approved, but the deadline has passed")
-                return
-            if st.state in ("rejected", "expired", "closed"):
-                await self._abandon(s, ex, f"approval_{st.state}", st.reason)
-            if self.approval_timeout is not None and time.monotonic() - start >= self.approval_timeout:
-                await self._abandon(s, ex, "approval_timeout", f"not approved within {self.approval_timeout} s")
-            wait_ms = 5000
-            if st.deadline is not None:
-                wait_ms = max(50, min(wait_ms, int((st.deadline - self.now()) * 1000) + 50))
-            if self.approval_timeout is not None:
-                wait_ms = max(50, min(wait_ms, int((self.approval_timeout - (time.monotonic() - start)) * 1000) + 50))
-            try:
-                # Advisory: it only says when to look again; the decision is made above from the verified bundle.
-                await self.client.approval(s.receipt_id or "", wait_ms)
-            except (HTTPError, UnverifiedError, OSError):
-                await asyncio.sleep(min(1.0, wait_ms / 1000))
 
     async def _outcome(self, s: Step, ex: Execution, out: Outcome) -> None:
         doc: dict[str, Any] = {"workflow_id": s.workflow, "step_id": s.step_id, "action": s.action, "target": s.target,
@@ -494,3 +431,148 @@ class Runtime:
                 await asyncio.sleep(0.2 * (attempt + 1))
         assert last is not None
         raise last
+
+
+class StepRun:
+    """One gated step between its pending receipt and its outcome (:meth:`Runtime.begin`).
+
+    ``held`` says a rule holds it for approval (DESIGN §7): :meth:`approval`
+    verifies the APPROVALs itself from a bundle it checked, never taking the
+    server's word. :meth:`run` runs it at most once, and only when it is
+    not held or verified approved; :meth:`abandon` closes it unrun.
+    """
+
+    def __init__(self, rt: Runtime, step: Step, ex: Execution, index: int, statement: dict, held: bool) -> None:
+        self.rt = rt
+        self.step = step
+        self.execution = ex
+        self.index = index
+        self.statement = statement
+        self.held = held
+        self._done = False
+
+    @property
+    def receipt_id(self) -> str:
+        return self.step.receipt_id or ""
+
+    async def approval(self) -> ApprovalState:
+        """The held receipt's state, decided here from its verified whole-workflow bundle."""
+        v = await self.rt.client.verify_bundle(self.receipt_id, True)
+        st = decide(v, self.index, int(self.rt.now()))
+        self.execution.approval = st
+        return st
+
+    async def await_approval(self, timeout: Optional[float] = None) -> ApprovalState:
+        """Waits until the held receipt is approved (verified here) or closes it unrun:
+        NotExecutedError approval_rejected/expired/closed/timeout, ledger_unavailable or unverified."""
+        start = time.monotonic()
+        failures = 0
+        while True:
+            try:
+                st = await self.approval()
+                failures = 0
+            except UnverifiedError as e:
+                await self.abandon("unverified", str(e))
+                raise AssertionError("unreachable")
+            except (HTTPError, OSError) as e:
+                failures += 1
+                if failures >= 5:
+                    await self.abandon("ledger_unavailable", f"the ledger did not answer while the step was held: {e}")
+                await asyncio.sleep(0.2 * failures)
+                continue
+            if st.state == "approved":
+                return st
+            if st.state in ("rejected", "expired", "closed"):
+                await self.abandon(f"approval_{st.state}", st.reason)
+            elapsed = time.monotonic() - start
+            if timeout is not None and elapsed >= timeout:
+                await self.abandon("approval_timeout", f"not approved within {timeout} s")
+            wait_ms = 5000
+            if st.deadline is not None:
+                wait_ms = max(50, min(wait_ms, int((st.deadline - self.rt.now()) * 1000) + 50))
+            if timeout is not None:
+                wait_ms = max(50, min(wait_ms, int((timeout - elapsed) * 1000) + 50))
+            try:
+                # Advisory only: it says when to look again; the decision is made above.
+                await self.rt.client.approval(self.receipt_id, wait_ms)
+            except (HTTPError, UnverifiedError, OSError):
+                await asyncio.sleep(min(1.0, wait_ms / 1000))
+
+    async def abandon(self, code: str, msg: str) -> None:
+        """Closes the step unrun: a failure outcome whose error starts with code; raises NotExecutedError."""
+        if not self._done:
+            self._done = True
+            with contextlib.suppress(Exception):
+                await self.rt._outcome(self.step, self.execution, Outcome(result="failure", error=f"{code}: not executed: {msg}"))
+        raise NotExecutedError(code, msg, self.execution)
+
+    async def run(self, fn: Callable[[StepContext], Any], params: Any = None) -> Execution:
+        """Runs the step (at most once) under a connected STOP watch, then writes its outcome."""
+        rt, s, ex = self.rt, self.step, self.execution
+        if self._done:
+            raise NotExecutedError("already_run", f"step {s.step_id} (receipt {self.receipt_id}) was run or closed already", ex)
+        if params is not None and self.statement.get("params_sha256") is not None and self.statement["params_sha256"] != params_sha256(params):
+            await self.abandon("approval_mismatch", "the call about to be made is not the one the pending receipt names (params_sha256)")
+        ctx = StepContext(s, ex.pending)
+        task: Optional[asyncio.Task[Any]] = None
+        connected = asyncio.Event()
+        watch = asyncio.create_task(rt._watch(s, self.index, ex, ctx, connected, lambda: task))
+        out = Outcome()
+        ferr: Optional[BaseException] = None
+        try:
+            try:
+                await asyncio.wait_for(connected.wait(), rt.watch_timeout)
+            except asyncio.TimeoutError:
+                await self.abandon("ledger_unavailable", f"no event stream for workflow {s.workflow} within {rt.watch_timeout} s, so a STOP could not reach the step")
+            if self.held:
+                # Immediately before running: a fresh verified look that it is approved, not closed, not past its deadline.
+                try:
+                    st = await self.approval()
+                except (HTTPError, OSError, UnverifiedError) as e:
+                    await self.abandon("ledger_unavailable", f"could not verify the approval before running: {e}")
+                if st.state != "approved":
+                    await self.abandon(f"approval_{st.state}" if st.state != "held" else "approval_timeout", st.reason or "not approved")
+                if st.deadline is not None and rt.now() >= st.deadline:
+                    await self.abandon("approval_expired", "approved, but the deadline has passed")
+            if ex.stopped is not None:
+                await self.abandon("stopped", str(ex.stopped))
+            self._done = True
+            ex.ran = True
+            if inspect.iscoroutinefunction(fn):
+                task = asyncio.ensure_future(fn(ctx))
+            else:
+                task = asyncio.ensure_future(asyncio.to_thread(fn, ctx))
+            if ex.stopped is not None:
+                task.cancel()
+            try:
+                value = await task
+                if isinstance(value, Outcome):
+                    out = value
+                else:
+                    ex.value = value
+            except asyncio.CancelledError:
+                if ex.stopped is None:
+                    raise
+                ferr = ex.stopped
+            except Exception as e:  # the step's own failure: recorded, then raised
+                ferr = e
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watch
+        if ferr is not None:
+            msg = str(ferr) or type(ferr).__name__
+            if ex.stopped is not None and ferr is not ex.stopped:
+                msg = f"{msg}; {ex.stopped}"
+            out = Outcome(result="failure", consumed=out.consumed, side_effects=out.side_effects, evidence=out.evidence, error=msg)
+        oerr: Optional[BaseException] = None
+        try:
+            await rt._outcome(s, ex, out)
+        except Exception as e:
+            oerr = e
+        await _call(rt.hooks.after_execute, s, out, ferr or oerr)
+        if ferr is not None:
+            raise ferr
+        if oerr is not None:
+            raise oerr
+        return ex
