@@ -309,6 +309,8 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("GET /v1/workflows/{id}", s.getWorkflow)
 	m.HandleFunc("GET /v1/workflows/{id}/events", s.getEvents)
 	m.HandleFunc("GET /v1/keys/{keyid}/seq", s.getKeySeq)
+	m.HandleFunc("GET /v1/approvals", s.getApprovals)
+	m.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	m.HandleFunc("GET /v1/log", s.getLog)
 	m.HandleFunc("GET /checkpoint", s.getCheckpoint)
 	m.HandleFunc("GET /v1/checkpoint/witnessed", s.getWitnessed)

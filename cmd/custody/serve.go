@@ -52,6 +52,8 @@ func serveCommand() *cli.Command {
    GET  /v1/workflows/{id}           a workflow's entries
    GET  /v1/workflows/{id}/events    new entries of a workflow, streamed
    GET  /v1/keys/{keyid}/seq         a key's binding and next seq
+   GET  /v1/approvals                receipts held for approval now (?approver=NAME, ?workflow=ID)
+   GET  /v1/approvals/{id}           a held receipt's state (?wait=MS: answer once it is decided)
    GET  /checkpoint, /tile/{path...} the log as C2SP tlog-tiles
    GET  /v1/checkpoint/witnessed     the newest checkpoint the witness quorum cosigned
    GET  /healthz, /readyz, /metrics  health and Prometheus metrics
