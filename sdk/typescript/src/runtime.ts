@@ -13,7 +13,7 @@ import { AppendResult, ApprovalState, Client } from "./client.js";
 import { HTTPError, RefusedError } from "./errors.js";
 import type { Entry } from "./events.js";
 import { PrivateKey } from "./keys.js";
-import { formatTime, optionalSet, canonicalSet } from "./scope.js";
+import { ApprovalRule, formatTime, optionalSet, canonicalSet } from "./scope.js";
 import { Confirm, Delegate, GrantFields, Receipt, Resume, Revoke, seal, signStatement, Statement, Stop } from "./statement.js";
 
 /** A statement before the runtime fills its header. */
@@ -85,6 +85,8 @@ export interface GrantSpec {
   revocable?: boolean;
   /** CONFIRM only. */
   risk?: "low" | "medium" | "high";
+  /** Approval rules (DESIGN §7), written sorted by rule_id. */
+  approvals?: ApprovalRule[];
 }
 
 /** A STOP to write. */
@@ -256,6 +258,7 @@ export class Runtime {
     if (principals) scope.principals = principals;
     const out: GrantFields = { grantee: { name: g.grantee, public_key: key }, scope, ttl_seconds: g.ttlSeconds, revocable: g.revocable ?? false, scope_hash: "" };
     if (g.limits && Object.keys(g.limits).length > 0) out.limits = { ...g.limits };
+    if (g.approvals && g.approvals.length > 0) out.approvals = [...g.approvals].sort((a, b) => (a.rule_id < b.rule_id ? -1 : a.rule_id > b.rule_id ? 1 : 0));
     return out;
   }
 
