@@ -554,7 +554,7 @@ func payloadSHA256(b []byte) string {
 func (c *check) approval(s *statement.ApprovalDoc) {
 	// Step 4: an enrolled principal, a pending receipt, its workflow.
 	if c.signer.Role != RolePrincipal {
-		c.deny(NotPrincipal, "only an enrolled principal may approve or reject; signer %q is bound as %s (agents never approve)", c.signer.Name, c.signer.Role)
+		c.deny(NotPrincipal, "only an enrolled principal may approve or reject receipt %s; signer %q is bound as %s (agents never approve)", s.ReceiptRef, c.signer.Name, c.signer.Role)
 		return
 	}
 	p := c.e.Pending(s.ReceiptRef)

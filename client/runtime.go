@@ -313,6 +313,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		}
 		var denied *DeniedError
 		var refused *RefusedError
+		var held *HeldError
 		mismatch := errors.As(err, &denied) && denied.Receipt.ReasonCode == string(authority.SeqMismatch)
 		withdrawn := errors.As(err, &refused) && refused.ReasonCode == string(authority.Withdrawn)
 		switch {
@@ -322,7 +323,8 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 			// statement at least, and resending always ends.
 			requeue = append(requeue, q)
 			continue
-		case err == nil:
+		case err == nil, errors.As(err, &held):
+			// Held is logged: its seq is taken.
 			r.mu.Lock()
 			r.next = q.st.Head().Seq + 1
 			r.mu.Unlock()
@@ -374,6 +376,8 @@ func kindOf(st statement.Statement) statement.Kind {
 		return statement.Stop
 	case *statement.ResumeDoc:
 		return statement.Resume
+	case *statement.ApprovalDoc:
+		return statement.Approval
 	}
 	return statement.Denial
 }
@@ -400,13 +404,16 @@ type Grant struct {
 	TTL          time.Duration // whole seconds
 	Revocable    bool
 	Risk         string // CONFIRM only: low, medium, high
+	// Approvals are the grant's approval rules (DESIGN §7); they are
+	// sorted by rule_id for you.
+	Approvals []scope.Rule
 }
 
 func (g *Grant) grant(workflow string) statement.Grant {
 	return statement.Grant{Grantee: statement.Grantee{Name: g.Grantee, PublicKey: sign.EncodePublicKey(g.GranteeKey)},
 		Scope: scope.Scope{WorkflowID: workflow, StepIDs: optionalSet(g.Steps), Targets: canonicalSet(g.Targets),
 			Capabilities: canonicalSet(g.Capabilities), Principals: optionalSet(g.Principals)},
-		Limits: g.Limits, TTLSeconds: int64(g.TTL / time.Second), Revocable: g.Revocable}
+		Limits: g.Limits, TTLSeconds: int64(g.TTL / time.Second), Revocable: g.Revocable, Approvals: sortedRules(g.Approvals)}
 }
 
 func canonicalSet(v []string) []string {
@@ -727,4 +734,13 @@ func (r *Runtime) outcome(ctx context.Context, step Step, ex *Execution, out Out
 	}
 	ex.Outcome = rec
 	return nil
+}
+
+func sortedRules(rules []scope.Rule) []scope.Rule {
+	if len(rules) == 0 {
+		return nil
+	}
+	out := scope.CloneRules(rules)
+	slices.SortStableFunc(out, func(a, b scope.Rule) int { return strings.Compare(a.RuleID, b.RuleID) })
+	return out
 }

@@ -80,9 +80,9 @@ async def test_runtime_gates_a_step(ledger: Ledger, aclient: custody.AsyncClient
         seen.append(e.statement["result"])
         return Outcome(consumed={"budget": 7}, side_effects={"order": "o-1"})
 
-    ex = await agent.execute(Step("s1", "act", "t/1", grant, reserve={"budget": 10}), step)
+    ex = await agent.execute(Step("s1", "act", "t/1", grant, reserve={"budget": 10}, params={"amount": 7}), step)
     assert seen == ["pending"] and ex.ran
-    assert ex.pending and ex.pending.accepted
+    assert ex.pending and ex.pending.statement["params_sha256"] == custody.params_sha256({"amount": 7})
     assert ex.outcome and ex.outcome.statement["result"] == "success" and ex.outcome.statement["consumed"] == {"budget": 7}
     assert ex.outcome.statement["pending_ref"] == ex.pending.statement["receipt_id"]
 

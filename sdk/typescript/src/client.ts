@@ -22,9 +22,10 @@ import { leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
 import { Denial, Genesis, Principal, Statement } from "./statement.js";
 import { Bundle, BundleVerdict, verifyBundle } from "./bundle.js";
-import { EventStreamOptions, events, Entry } from "./events.js";
+import { checkEntry, EventStreamOptions, events, Entry } from "./events.js";
 
 export type { Entry } from "./events.js";
+export { checkEntry } from "./events.js";
 
 /** Options of a Client. */
 export interface ClientOptions {
@@ -869,29 +870,6 @@ export class Client {
   }
 }
 
-/**
- * checkEntry checks an entry's leaf_hash against its leaf, reads the leaf,
- * and replaces the server's decoded fields (kind, id, statement) by what
- * the leaf says, so nothing but the leaf is trusted.
- */
-export function checkEntry(e: Entry): Entry {
-  let leaf: Uint8Array;
-  try {
-    leaf = decodeBase64Strict(String(e.leaf));
-  } catch {
-    throw new UnverifiedError(`entry ${e.index}: the leaf is not base64`);
-  }
-  if (toBase64(leafHash(leaf)) !== e.leaf_hash) throw new UnverifiedError(`entry ${e.index}: leaf_hash is not the hash of its leaf`);
-  let read: ReadLeaf;
-  try {
-    read = parseLeaf(leaf);
-  } catch (err) {
-    throw new UnverifiedError(`entry ${e.index}: ${(err as Error).message}`);
-  }
-  if (read.envelope.kind !== e.kind) throw new UnverifiedError(`entry ${e.index}: kind ${e.kind}, the leaf holds a ${read.envelope.kind}`);
-  e.read = read;
-  return e;
-}
 
 export type { Genesis, Principal, Statement };
 export { parseVerifierKey };

@@ -167,6 +167,8 @@ class Runtime:
         self._name = name
         self._next = 0
         self._lock = asyncio.Lock()
+        # An accepted grant's scope_hash and workflow never change: read once, by grant id.
+        self._grants: dict[str, tuple[str, str]] = {}
 
     @property
     def name(self) -> str:
@@ -296,11 +298,17 @@ class Runtime:
         """Appends a RECEIPT; a missing receipt_id gets a fresh one, a missing scope_hash or workflow_id is read from its grant."""
         doc.setdefault("receipt_id", new_id("receipt"))
         if not doc.get("scope_hash") or not doc.get("workflow_id"):
-            g = await self.grant_of(doc["authorization_ref"])
-            doc.setdefault("scope_hash", g["scope_hash"])
-            doc.setdefault("workflow_id", g["scope"]["workflow_id"])
-            if not doc["scope_hash"]:
-                doc["scope_hash"] = g["scope_hash"]
+            ref = doc["authorization_ref"]
+            if ref not in self._grants:
+                g = await self.grant_of(ref)
+                if len(self._grants) >= 4096:
+                    self._grants.clear()
+                self._grants[ref] = (g["scope_hash"], g["scope"]["workflow_id"])
+            sh, wf = self._grants[ref]
+            if not doc.get("scope_hash"):
+                doc["scope_hash"] = sh
+            if not doc.get("workflow_id"):
+                doc["workflow_id"] = wf
         return await self.append({"type": "RECEIPT", **doc})
 
     # --- execute -----------------------------------------------------------
