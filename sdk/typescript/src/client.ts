@@ -30,7 +30,7 @@ export { checkEntry } from "./events.js";
 /** Options of a Client. */
 export interface ClientOptions {
   /**
-   * The log's checkpoint verifier key (`custody checkpoint --key`), or its
+   * The log's checkpoint verifier key (`custody checkpoint --verifier-key`), or its
    * key set after a checkpoint key rotation, one key a line. Get it out of
    * band: every answer is checked against it.
    */
@@ -243,6 +243,29 @@ function parseBases(list: string): string[] {
  * failover, and reads go to any. Every answer is verified the same way
  * whichever server gave it.
  */
+/**
+ * transportProblem says why a fetch failed, cause included: Node's fetch
+ * rejects with just "fetch failed" and keeps the reason (ECONNREFUSED and
+ * the address, a DNS failure, a reset) in `cause`, an AggregateError when
+ * several addresses were tried.
+ */
+function transportProblem(e: unknown): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  let cur: unknown = e;
+  while (cur instanceof Error && !seen.has(cur) && parts.length < 6) {
+    seen.add(cur);
+    if (cur instanceof AggregateError && cur.errors.length > 0) {
+      parts.push([...new Set(cur.errors.map((x) => (x instanceof Error ? x.message : String(x))))].join("; "));
+      break;
+    }
+    if (cur.message && !parts.includes(cur.message)) parts.push(cur.message);
+    cur = (cur as Error & { cause?: unknown }).cause;
+  }
+  if (cur !== undefined && !(cur instanceof Error) && parts.length < 6) parts.push(String(cur));
+  return parts.length > 0 ? parts.join(": ") : String(e);
+}
+
 export class Client {
   /** The servers, without trailing slashes. */
   readonly servers: readonly string[];
@@ -330,7 +353,7 @@ export class Client {
         const sent = this.#opts.fetch(this.servers[i] + path, { signal: anySignal(signals) });
         resp = last || this.#opts.stallWaitMs <= 0 ? await sent : await this.#unlessFrozen(sent, i, stalled);
       } catch (e) {
-        if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
+        if (last) throw new Error(`ledger server: GET ${path}: ${transportProblem(e)}`, { cause: e });
         this.#next(i);
         continue;
       }
@@ -405,7 +428,7 @@ export class Client {
         }
       } catch (e) {
         if (signal?.aborted || !more) {
-          throw new Error(`ledger server: POST ${path}: ${(e as Error).message}`, { cause: e });
+          throw new Error(`ledger server: POST ${path}: ${transportProblem(e)}`, { cause: e });
         }
         this.#next(i);
         wait = Math.min(50 * 2 ** Math.min(attempt, 6), 500);
