@@ -158,3 +158,18 @@ async def test_runtime_refuses_without_a_ledger(ledger: Ledger) -> None:
         await agent.execute(Step("s1", "act", "t/1", grant, scope_hash="0" * 64, workflow="wf_down"), lambda ctx: ran.append(1))
     assert not ran and ne.value.reason_code == "ledger_unavailable"
     await c.aclose()
+
+
+async def test_sync_client_events(ledger: Ledger, aclient: custody.AsyncClient) -> None:
+    alice = await ledger.principal("user:alice", aclient)
+    agent, grant = await ledger.agent(alice, "agent:sync", "wf_sync")
+    await agent.receipt({"step_id": "s1", "action": "act", "target": "t/1", "authorization_ref": grant, "result": "pending"})
+    c = ledger.client()
+    got = []
+    for e in c.events("wf_sync", stop=lambda: len(got) >= 2):
+        got.append(e.kind)
+        if len(got) == 2:
+            break
+    assert got == ["CONFIRM", "RECEIPT"]
+    assert [e.kind for e in c.workflow("wf_sync")] == got
+    c.close()
