@@ -64,6 +64,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
@@ -241,6 +242,12 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	for _, up := range g.ups {
 		if err := g.sync(ctx, up); err != nil {
 			return nil, err
+		}
+		if up.caps.Prompts != nil && !g.cfg.Prompts {
+			g.log.Info("the upstream's prompts are not offered (set \"prompts\": true in the configuration to pass them)", "upstream", up.name)
+		}
+		if up.caps.Completions != nil && !g.cfg.Completions {
+			g.log.Info("the upstream's completions are not offered (set \"completions\": true in the configuration to pass them)", "upstream", up.name)
 		}
 	}
 
@@ -772,12 +779,12 @@ func (g *Gate) setConnected(up bool) {
 // with the last index seen, and cancels the calls a STOP covers.
 func (g *Gate) watch(ctx context.Context, after uint64) {
 	defer close(g.done)
-	backoff := 50 * time.Millisecond
+	wait := backoff.Backoff{First: 50 * time.Millisecond, Max: time.Second}
 	for ctx.Err() == nil {
 		s, err := g.c.Events(ctx, g.workflow, after)
 		if err == nil {
 			g.setConnected(true)
-			backoff = 50 * time.Millisecond
+			wait.Reset()
 			var err error
 			for {
 				var e *api.Entry
@@ -793,13 +800,7 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 				g.log.Warn("the workflow's event stream dropped; calls wait for it (at most the stream timeout) or are refused", "workflow", g.workflow, "err", err)
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+		wait.Wait(ctx)
 	}
 }
 
@@ -907,20 +908,25 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		},
 	})
 	var t mcp.Transport
+	tail := &tailWriter{}
 	switch {
 	case u.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: u.URL}
 	case len(u.Command) > 0:
 		cmd := exec.Command(u.Command[0], u.Command[1:]...)
-		cmd.Stderr = g.stderr
+		cmd.Stderr = io.MultiWriter(g.stderr, tail)
 		t = &mcp.CommandTransport{Command: cmd}
 	default:
 		return nil, errors.New("gate: an upstream needs a command or a URL")
 	}
 	cs, err := cl.Connect(ctx, t, nil)
 	if err != nil {
+		if said := tail.String(); said != "" {
+			return nil, fmt.Errorf("gate: connecting to upstream %s: %w; its standard error ended with: %s", up.name, err, said)
+		}
 		return nil, fmt.Errorf("gate: connecting to upstream %s: %w", up.name, err)
 	}
+	tail.stop()
 	up.cs = cs
 	if ir := cs.InitializeResult(); ir != nil {
 		up.caps, up.inst = ir.Capabilities, ir.Instructions
@@ -934,6 +940,35 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		up.caps = &mcp.ServerCapabilities{}
 	}
 	return up, nil
+}
+
+// tailWriter keeps the last 512 bytes written to it, until stopped: an
+// upstream that fails to start says why on its standard error.
+type tailWriter struct {
+	mu      sync.Mutex
+	b       []byte
+	stopped bool
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.b = append(w.b, p...)
+		if len(w.b) > 512 {
+			w.b = w.b[len(w.b)-512:]
+		}
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) stop() { w.mu.Lock(); w.stopped, w.b = true, nil; w.mu.Unlock() }
+
+// String is the text kept, on one line.
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(w.b), "?")), " ")
 }
 
 func (g *Gate) isReady() bool {

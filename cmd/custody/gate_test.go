@@ -84,19 +84,26 @@ func TestGateUnavailableAnswers(t *testing.T) {
 		args  []string
 		code  int
 		wants []string
+		up    []string
 	}{
+		{"upstream fails", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", cfg}, exitError,
+			[]string{"connecting to upstream sh", "/no/such/folder does not exist", "check the upstream command after --"}, []string{"sh", "-c", "echo Error: /no/such/folder does not exist >&2; exit 1"}},
 		{"relative config", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", "no/such/gate.json"}, exitUsage,
-			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}},
+			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}, nil},
 		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, exitUnavailable,
-			[]string{"reading grant confirm_g", "is running (custody serve)"}},
+			[]string{"reading grant confirm_g", "is running (custody serve)"}, nil},
 		{"wrong grant", []string{"--ledger", lg.URL, "--key", otherKey, "--grant", "confirm_g", "--config", cfg}, exitError,
-			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}},
+			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			var errb syncWriter
-			args := append(append([]string{"custody", "gate", "--log-key", vkey}, c.args...), "--", "true")
+			up := c.up
+			if up == nil {
+				up = []string{"true"}
+			}
+			args := append(append(append([]string{"custody", "gate", "--log-key", vkey}, c.args...), "--"), up...)
 			code := make(chan int, 1)
 			go func() { code <- runIO(context.Background(), args, inR, outW, &errb); outW.Close() }()
 			sc := bufio.NewScanner(outR)

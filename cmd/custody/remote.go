@@ -146,7 +146,10 @@ func (r *remoteLedger) Append(ctx context.Context, envelope []byte) (*ledger.Res
 	rec, err := r.c.Append(ctx, envelope)
 	var denied *client.DeniedError
 	var refused *client.RefusedError
+	var held *client.HeldError
 	switch {
+	case errors.As(err, &held):
+		rec = held.Receipt
 	case errors.As(err, &refused):
 		return nil, &authority.DecisionError{Verdict: authority.Refused, Code: authority.Code(refused.ReasonCode), Reason: refused.Reason}
 	case errors.As(err, &denied):
@@ -156,7 +159,12 @@ func (r *remoteLedger) Append(ctx context.Context, envelope []byte) (*ledger.Res
 	}
 	res := &ledger.Result{Verdict: authority.Accepted, Index: rec.Index, Duplicate: rec.Duplicate, Notes: rec.Notes,
 		Head: ledger.Head{Size: rec.Checkpoint.Size, Root: rec.Checkpoint.Root, Checkpoint: rec.CheckpointText}, Proof: rec.Proof}
-	if !rec.Accepted() {
+	if rec.Held() {
+		res.Hold = &authority.HoldInfo{ExpiresAt: rec.ExpiresAt}
+		for _, r := range rec.Rules {
+			res.Hold.Rules = append(res.Hold.Rules, authority.HoldRule{Grant: r.Grant, RuleID: r.RuleID, Approvers: r.Approvers, Quorum: r.Quorum})
+		}
+	} else if !rec.Accepted() {
 		res.Verdict, res.Code, res.Reason = authority.Denied, authority.Code(rec.ReasonCode), rec.Reason
 	}
 	if res.Head.Size > r.head.Size {

@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import { canonicalize } from "./canonical.js";
 import { HTTPError, NotWitnessedError, RefusedError, UnverifiedError } from "./errors.js";
 import { WitnessEvaluation, WitnessPolicy } from "./witness.js";
+import { ApprovalCheck, checkApproval } from "./approval.js";
 import { dedupHash, envelopeText, ParsedEnvelope, parseEnvelope, verifyEnvelope } from "./envelope.js";
 import { anySignal, decodeBase64Strict, toBase64, toHex } from "./encoding.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
@@ -22,14 +23,15 @@ import { leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
 import { Denial, Genesis, Principal, Statement } from "./statement.js";
 import { Bundle, BundleVerdict, verifyBundle } from "./bundle.js";
-import { EventStreamOptions, events, Entry } from "./events.js";
+import { checkEntry, EventStreamOptions, events, Entry } from "./events.js";
 
 export type { Entry } from "./events.js";
+export { checkEntry } from "./events.js";
 
 /** Options of a Client. */
 export interface ClientOptions {
   /**
-   * The log's checkpoint verifier key (`custody checkpoint --key`), or its
+   * The log's checkpoint verifier key (`custody checkpoint --verifier-key`), or its
    * key set after a checkpoint key rotation, one key a line. Get it out of
    * band: every answer is checked against it.
    */
@@ -67,7 +69,9 @@ export interface ClientOptions {
 
 /** The verified answer to an append. */
 export interface AppendResult {
-  verdict: "accepted" | "denied";
+  /** held: a pending RECEIPT that an approval rule holds (HTTP 202): durably logged, but not to be run until approved (DESIGN §7). */
+  verdict: "accepted" | "denied" | "held";
+  /** The statement is in the log (accepted or held). */
   /** The index of the entry: the statement, or the DENIAL of it. */
   index: number;
   accepted: boolean;
@@ -89,6 +93,20 @@ export interface AppendResult {
   proof: Uint8Array[];
   /** With a witness policy, for a pending RECEIPT: who cosigned checkpoint. */
   witnessed?: WitnessEvaluation;
+  /** Held: the receipt is logged and waits for approval (advisory fields: the runtime checks approvals itself). */
+  held?: boolean;
+  expires_at?: string;
+  rules?: { grant: string; rule_id: string; approvers: string[]; quorum: number }[];
+}
+
+/** The server's (advisory) state of a held receipt, GET /v1/approvals/{id}. */
+export interface ApprovalState {
+  receipt_id: string;
+  index: number;
+  state: "held" | "approved" | "rejected" | "expired" | "closed";
+  expires_at: string;
+  approvals?: { index: number; approval_id: string; actor: string; decision: string }[];
+  reason?: string;
 }
 
 /** An inclusion proof, verified. */
@@ -232,6 +250,29 @@ function parseBases(list: string): string[] {
  * failover, and reads go to any. Every answer is verified the same way
  * whichever server gave it.
  */
+/**
+ * transportProblem says why a fetch failed, cause included: Node's fetch
+ * rejects with just "fetch failed" and keeps the reason (ECONNREFUSED and
+ * the address, a DNS failure, a reset) in `cause`, an AggregateError when
+ * several addresses were tried.
+ */
+function transportProblem(e: unknown): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  let cur: unknown = e;
+  while (cur instanceof Error && !seen.has(cur) && parts.length < 6) {
+    seen.add(cur);
+    if (cur instanceof AggregateError && cur.errors.length > 0) {
+      parts.push([...new Set(cur.errors.map((x) => (x instanceof Error ? x.message : String(x))))].join("; "));
+      break;
+    }
+    if (cur.message && !parts.includes(cur.message)) parts.push(cur.message);
+    cur = (cur as Error & { cause?: unknown }).cause;
+  }
+  if (cur !== undefined && !(cur instanceof Error) && parts.length < 6) parts.push(String(cur));
+  return parts.length > 0 ? parts.join(": ") : String(e);
+}
+
 export class Client {
   /** The servers, without trailing slashes. */
   readonly servers: readonly string[];
@@ -312,7 +353,7 @@ export class Client {
       try {
         resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? anySignal([signal, timeout]) : timeout });
       } catch (e) {
-        if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
+        if (last) throw new Error(`ledger server: GET ${path}: ${transportProblem(e)}`, { cause: e });
         this.#next(i);
         continue;
       }
@@ -370,7 +411,7 @@ export class Client {
         }
       } catch (e) {
         if (signal?.aborted || !more) {
-          throw new Error(`ledger server: POST ${path}: ${(e as Error).message}`, { cause: e });
+          throw new Error(`ledger server: POST ${path}: ${transportProblem(e)}`, { cause: e });
         }
         this.#next(i);
         wait = Math.min(50 * 2 ** Math.min(attempt, 6), 500);
@@ -419,7 +460,7 @@ export class Client {
       const he = await httpError(resp);
       throw new RefusedError(he.status, he.reasonCode, he.reason);
     }
-    if (resp.status !== 200 && resp.status !== 403) throw await httpError(resp);
+    if (resp.status !== 200 && resp.status !== 202 && resp.status !== 403) throw await httpError(resp);
     const body = await readBody(resp, MAX_ANSWER);
     let doc: Record<string, unknown>;
     try {
@@ -497,7 +538,7 @@ export class Client {
   /** Checks an append answer (see append). */
   async #verifyAnswer(doc: Record<string, unknown>, own: ParsedEnvelope, status: number, signal?: AbortSignal): Promise<AppendResult> {
     const verdict = doc.verdict;
-    if (!((verdict === "accepted" && status === 200) || (verdict === "denied" && status === 403))) {
+    if (!((verdict === "accepted" && status === 200) || (verdict === "held" && status === 202) || (verdict === "denied" && status === 403))) {
       throw new UnverifiedError(`verdict ${JSON.stringify(verdict)} with HTTP ${status}`);
     }
     if (typeof doc.checkpoint !== "string") throw new UnverifiedError("the answer has no checkpoint");
@@ -524,11 +565,18 @@ export class Client {
       throw new UnverifiedError(`leaf ${index}: ${(e as Error).message}`);
     }
     const result: AppendResult = {
-      verdict, index, accepted: verdict === "accepted", duplicate: doc.duplicate === true,
+      verdict, index, accepted: verdict === "accepted" || verdict === "held", duplicate: doc.duplicate === true,
       notes: Array.isArray(doc.notes) ? doc.notes.map(String) : [], leaf, entry, checkpoint: cp, checkpointText: doc.checkpoint, proof,
     };
-    if (verdict === "accepted") {
+    if (verdict === "accepted" || verdict === "held") {
       if (dedupHash(entry.envelope) !== dedupHash(own)) throw new UnverifiedError(`leaf ${index} holds another envelope than the one submitted`);
+      if (verdict === "held") {
+        const st = entry.statement as { type: string; result?: string };
+        if (st.type !== "RECEIPT" || st.result !== "pending") throw new UnverifiedError(`a ${st.type} answered held; only a pending RECEIPT is held`);
+        result.held = true;
+        if (typeof doc.expires_at === "string") result.expires_at = doc.expires_at;
+        if (Array.isArray(doc.rules)) result.rules = doc.rules as AppendResult["rules"];
+      }
       return result;
     }
     // A denial: the leaf is a DENIAL, signed by the log's DENIAL key, of
@@ -658,6 +706,33 @@ export class Client {
     return this.getJSON<Bundle>(`/v1/bundle/${encodeURIComponent(id)}${wholeWorkflow ? "?workflow=1" : ""}`, signal);
   }
 
+  /**
+   * approvalState asks the server for a held receipt's state (GET
+   * /v1/approvals/{id}), waiting up to waitMs (at most 60000, and below the
+   * request timeout) for it to leave "held". Advisory only: never run a
+   * step on this answer; checkApproval decides from a verified bundle.
+   */
+  async approvalState(receiptId: string, waitMs = 0, signal?: AbortSignal): Promise<ApprovalState> {
+    const w = Math.floor(Math.max(0, Math.min(waitMs, 60000, this.#opts.timeoutMs - 1000)));
+    return this.getJSON<ApprovalState>(`/v1/approvals/${encodeURIComponent(receiptId)}${w > 0 ? `?wait=${w}` : ""}`, signal);
+  }
+
+  /**
+   * checkApproval fetches the workflow bundle of subject (default the
+   * receipt; give the newest APPROVAL's id so that the bundle's trust chain
+   * binds every approver's key), verifies it against the log's keys and
+   * decides the held receipt's state itself (see the function
+   * checkApproval). A bundle that does not verify is an UnverifiedError.
+   */
+  async checkApproval(receiptId: string, subject = receiptId, stepId?: string, signal?: AbortSignal): Promise<ApprovalCheck> {
+    const b = await this.bundle(subject, true, signal);
+    try {
+      return checkApproval(b, this.keys.toString(), receiptId, stepId);
+    } catch (e) {
+      throw new UnverifiedError(`the approvals of ${receiptId}: ${(e as Error).message}`);
+    }
+  }
+
   /** bundleAt is bundle for the entry at index. */
   async bundleAt(index: number, wholeWorkflow = false, signal?: AbortSignal): Promise<Bundle> {
     return this.getJSON<Bundle>(`/v1/bundle?index=${index}${wholeWorkflow ? "&workflow=1" : ""}`, signal);
@@ -741,29 +816,6 @@ export class Client {
   }
 }
 
-/**
- * checkEntry checks an entry's leaf_hash against its leaf, reads the leaf,
- * and replaces the server's decoded fields (kind, id, statement) by what
- * the leaf says, so nothing but the leaf is trusted.
- */
-export function checkEntry(e: Entry): Entry {
-  let leaf: Uint8Array;
-  try {
-    leaf = decodeBase64Strict(String(e.leaf));
-  } catch {
-    throw new UnverifiedError(`entry ${e.index}: the leaf is not base64`);
-  }
-  if (toBase64(leafHash(leaf)) !== e.leaf_hash) throw new UnverifiedError(`entry ${e.index}: leaf_hash is not the hash of its leaf`);
-  let read: ReadLeaf;
-  try {
-    read = parseLeaf(leaf);
-  } catch (err) {
-    throw new UnverifiedError(`entry ${e.index}: ${(err as Error).message}`);
-  }
-  if (read.envelope.kind !== e.kind) throw new UnverifiedError(`entry ${e.index}: kind ${e.kind}, the leaf holds a ${read.envelope.kind}`);
-  e.read = read;
-  return e;
-}
 
 export type { Genesis, Principal, Statement };
 export { parseVerifierKey };
