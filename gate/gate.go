@@ -645,6 +645,7 @@ func (g *Gate) toolStep(name string, rule *ToolRule, up *upstream, raw json.RawM
 		}
 		raw = b
 	}
+	spec.params = paramsSHA256(raw)
 	return spec, raw, nil
 }
 

@@ -1,7 +1,11 @@
 package gate
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/statement"
 )
@@ -28,6 +33,25 @@ type stepSpec struct {
 	targets    []string
 	step       string
 	reserve    map[string]int64 // the rule's reserve, carried by the first target
+	// params is params_sha256 of every pending receipt: the SHA-256 of
+	// the canonical JSON of the arguments forwarded ("" when they are not
+	// in the strict profile: a null, a fraction).
+	params string
+}
+
+// paramsSHA256 is the lowercase hex SHA-256 of the canonical JSON (the
+// strict profile, as every custody SDK computes it) of a call's
+// arguments, or "" when they are outside that profile.
+func paramsSHA256(args json.RawMessage) string {
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	c, err := canon.Canonicalize(args)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
 }
 
 // ran is what became of a forwarded call, for its outcome receipts.
@@ -92,7 +116,8 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 	for i, target := range s.targets {
 		reserve := g.reserveFor(s.reserve, i)
 		pend[i] = &statement.ReceiptDoc{ReceiptID: client.NewID("receipt"), Workflow: g.workflow, StepID: s.step, Action: s.capability,
-			Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve}
+			Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve,
+			ParamsSHA256: s.params}
 		wctx := ctx
 		if g.doubtful(c, s.capability, target, reserve) {
 			wctx = client.Alone(ctx)
