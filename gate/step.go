@@ -37,6 +37,9 @@ type stepSpec struct {
 	// the canonical JSON of the arguments forwarded ("" when they are not
 	// in the strict profile: a null, a fraction).
 	params string
+	// notify tells the agent something while the call waits (a log
+	// message, and progress when the call asked for it); nil: nobody.
+	notify func(msg string)
 }
 
 // paramsSHA256 is the lowercase hex SHA-256 of the canonical JSON (the
@@ -164,9 +167,18 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 		owg.Wait()
 	}
 
-	// Every target must be accepted; the first one refused decides the
-	// answer, and the accepted ones record that the call did not run.
+	// Every target must be accepted (or held, then approved); the first
+	// one refused decides the answer, and the logged ones record that the
+	// call did not run.
+	var held []*client.Receipt
+	var heldDocs []*statement.ReceiptDoc
 	for i, err := range errs {
+		var he *client.HeldError
+		if errors.As(err, &he) {
+			held, heldDocs = append(held, he.Receipt), append(heldDocs, pend[i])
+			errs[i] = nil // logged: it gets an outcome
+			continue
+		}
 		if err == nil {
 			continue
 		}
@@ -185,8 +197,20 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 		if len(s.targets) > 1 {
 			rf.msg = fmt.Sprintf("target %s: %s", s.targets[i], rf.msg)
 		}
+		for j := i + 1; j < len(errs); j++ {
+			var he *client.HeldError
+			if errors.As(errs[j], &he) {
+				errs[j] = nil
+			}
+		}
 		outcomes(ran{result: "not executed", err: "not executed: target " + s.targets[i] + " was refused: " + rf.code})
 		return rf
+	}
+	if len(held) > 0 {
+		if rf := g.awaitHeld(fctx, s, c, held, heldDocs); rf != nil {
+			outcomes(ran{result: "not executed", err: rf.Error()})
+			return rf
+		}
 	}
 	if err := g.awaitStream(ctx); err != nil {
 		outcomes(ran{result: "not executed", err: "not executed: " + err.Error()})
