@@ -64,6 +64,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
@@ -811,12 +812,12 @@ func (g *Gate) setConnected(up bool) {
 // with the last index seen, and cancels the calls a STOP covers.
 func (g *Gate) watch(ctx context.Context, after uint64) {
 	defer close(g.done)
-	backoff := 50 * time.Millisecond
+	wait := backoff.Backoff{First: 50 * time.Millisecond, Max: time.Second}
 	for ctx.Err() == nil {
 		s, err := g.c.Events(ctx, g.workflow, after)
 		if err == nil {
 			g.setConnected(true)
-			backoff = 50 * time.Millisecond
+			wait.Reset()
 			var err error
 			for {
 				var e *api.Entry
@@ -832,13 +833,7 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 				g.log.Warn("the workflow's event stream dropped; calls wait for it (at most the stream timeout) or are refused", "workflow", g.workflow, "err", err)
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+		wait.Wait(ctx)
 	}
 }
 

@@ -947,7 +947,7 @@ const unknownPatience = 30 * time.Second
 // settleAndCheck waits out the transaction of unknown outcome, on a
 // store that can (storage.Settler), and reports whether b committed.
 func (l *Ledger) settleAndCheck(b *storage.Batch) (bool, error) {
-	if st, ok := l.store.(storage.Settler); ok {
+	if st := l.caps.Settle; st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := st.SettleUnknown(ctx)
 		cancel()
@@ -1056,7 +1056,7 @@ type dedupBatch struct {
 // that can (nil otherwise, or if the query failed: each is then looked up
 // alone, and an error is reported there).
 func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
-	db, ok := l.store.(storage.DedupBatcher)
+	db, ok := l.caps.DedupBatch, l.caps.DedupBatch != nil
 	if !ok || len(batch) < 2 {
 		return nil
 	}

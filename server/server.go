@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -246,6 +247,7 @@ type Server struct {
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
 	restoreErr error            // why the stored witnessed checkpoint was refused (witness.go)
+	witnessing atomic.Bool      // the witness client runs (witness.go)
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503

@@ -21,6 +21,8 @@ import (
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/storage/badgerstore"
 	"github.com/custodylog/custody/witness/cosign"
 )
 
@@ -196,16 +198,22 @@ Example:
 			if err != nil || ballast > 1<<40 {
 				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
 			}
-			lopts := ledger.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast), Logger: log}
+			// The data folder's own options (the Badger driver's); a
+			// database takes none of these.
+			folderOpts := badgerstore.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
 			if ballast == 0 {
-				lopts.BallastBytes = -1
+				folderOpts.BallastBytes = -1
 			}
+			lopts := ledger.Options{Logger: log}
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
 				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
 			loc, err := resolveLocation(c)
 			if err != nil {
 				return err
+			}
+			if !storage.IsURL(loc.value) {
+				lopts.StoreOptions = folderOpts
 			}
 			names, prefer, err := serveLogNames(ctx, c, loc)
 			if err != nil {

@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/witness"
 )
@@ -404,42 +405,31 @@ func (c *Cosigner) next(ctx context.Context, p *peer) (*record, bool) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
-	backoff := time.Duration(0)
+	// After a failure the next request waits (250 ms, doubling up to
+	// MaxBackoff); after a success or a resync it goes at once.
+	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: c.opts.MaxBackoff}
+	wait := time.Duration(0)
 	for {
 		r, ok := c.next(ctx, p)
 		if !ok {
 			return
 		}
-		if !sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
+		if !backoff.Sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
 			return
 		}
-		if !sleep(ctx, backoff) {
+		if !backoff.Sleep(ctx, wait) {
 			return
 		}
 		for {
-			next, wait, moved, until := c.pick(p)
+			next, witnessed, moved, until := c.pick(p)
 			if next != nil {
 				r = next
 				break
 			}
 			t := time.NewTimer(time.Until(until))
 			select {
-			case <-wait:
+			case <-witnessed:
 			case <-moved:
 			case <-t.C:
 			case <-ctx.Done():
@@ -451,7 +441,7 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		if p.known && p.size > r.cp.Size {
 			// The witness holds a larger tree of this log than the log
 			// has: wait for the log to grow past it.
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 			continue
 		}
 		err := c.add(ctx, p, r)
@@ -461,12 +451,14 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		var re *resync
 		switch {
 		case err == nil:
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		case errors.As(err, &re):
 			// Learnt the witness's size: ask again at once.
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		default:
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 		}
 	}
 }
@@ -496,13 +488,6 @@ func (c *Cosigner) pick(p *peer) (r *record, wait, moved <-chan struct{}, until 
 		return c.head, nil, nil, time.Time{}
 	}
 	return nil, c.bestCh, c.headCh, c.targetAt.Add(c.opts.Timeout + time.Millisecond)
-}
-
-func (c *Cosigner) grow(b time.Duration) time.Duration {
-	if b == 0 {
-		return 250 * time.Millisecond
-	}
-	return min(2*b, c.opts.MaxBackoff)
 }
 
 // resync is the error of a 409 that taught the witness's size.

@@ -22,14 +22,15 @@ import { leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
 import { Denial, Genesis, Principal, Statement } from "./statement.js";
 import { Bundle, BundleVerdict, verifyBundle } from "./bundle.js";
-import { EventStreamOptions, events, Entry } from "./events.js";
+import { checkEntry, EventStreamOptions, events, Entry } from "./events.js";
 
 export type { Entry } from "./events.js";
+export { checkEntry } from "./events.js";
 
 /** Options of a Client. */
 export interface ClientOptions {
   /**
-   * The log's checkpoint verifier key (`custody checkpoint --key`), or its
+   * The log's checkpoint verifier key (`custody checkpoint --verifier-key`), or its
    * key set after a checkpoint key rotation, one key a line. Get it out of
    * band: every answer is checked against it.
    */
@@ -232,6 +233,29 @@ function parseBases(list: string): string[] {
  * failover, and reads go to any. Every answer is verified the same way
  * whichever server gave it.
  */
+/**
+ * transportProblem says why a fetch failed, cause included: Node's fetch
+ * rejects with just "fetch failed" and keeps the reason (ECONNREFUSED and
+ * the address, a DNS failure, a reset) in `cause`, an AggregateError when
+ * several addresses were tried.
+ */
+function transportProblem(e: unknown): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  let cur: unknown = e;
+  while (cur instanceof Error && !seen.has(cur) && parts.length < 6) {
+    seen.add(cur);
+    if (cur instanceof AggregateError && cur.errors.length > 0) {
+      parts.push([...new Set(cur.errors.map((x) => (x instanceof Error ? x.message : String(x))))].join("; "));
+      break;
+    }
+    if (cur.message && !parts.includes(cur.message)) parts.push(cur.message);
+    cur = (cur as Error & { cause?: unknown }).cause;
+  }
+  if (cur !== undefined && !(cur instanceof Error) && parts.length < 6) parts.push(String(cur));
+  return parts.length > 0 ? parts.join(": ") : String(e);
+}
+
 export class Client {
   /** The servers, without trailing slashes. */
   readonly servers: readonly string[];
@@ -312,7 +336,7 @@ export class Client {
       try {
         resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? anySignal([signal, timeout]) : timeout });
       } catch (e) {
-        if (last) throw new Error(`ledger server: GET ${path}: ${(e as Error).message}`, { cause: e });
+        if (last) throw new Error(`ledger server: GET ${path}: ${transportProblem(e)}`, { cause: e });
         this.#next(i);
         continue;
       }
@@ -370,7 +394,7 @@ export class Client {
         }
       } catch (e) {
         if (signal?.aborted || !more) {
-          throw new Error(`ledger server: POST ${path}: ${(e as Error).message}`, { cause: e });
+          throw new Error(`ledger server: POST ${path}: ${transportProblem(e)}`, { cause: e });
         }
         this.#next(i);
         wait = Math.min(50 * 2 ** Math.min(attempt, 6), 500);
@@ -741,29 +765,6 @@ export class Client {
   }
 }
 
-/**
- * checkEntry checks an entry's leaf_hash against its leaf, reads the leaf,
- * and replaces the server's decoded fields (kind, id, statement) by what
- * the leaf says, so nothing but the leaf is trusted.
- */
-export function checkEntry(e: Entry): Entry {
-  let leaf: Uint8Array;
-  try {
-    leaf = decodeBase64Strict(String(e.leaf));
-  } catch {
-    throw new UnverifiedError(`entry ${e.index}: the leaf is not base64`);
-  }
-  if (toBase64(leafHash(leaf)) !== e.leaf_hash) throw new UnverifiedError(`entry ${e.index}: leaf_hash is not the hash of its leaf`);
-  let read: ReadLeaf;
-  try {
-    read = parseLeaf(leaf);
-  } catch (err) {
-    throw new UnverifiedError(`entry ${e.index}: ${(err as Error).message}`);
-  }
-  if (read.envelope.kind !== e.kind) throw new UnverifiedError(`entry ${e.index}: kind ${e.kind}, the leaf holds a ${read.envelope.kind}`);
-  e.read = read;
-  return e;
-}
 
 export type { Genesis, Principal, Statement };
 export { parseVerifierKey };

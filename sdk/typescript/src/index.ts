@@ -6,7 +6,7 @@
  * every answer against the log's key, read entries, proofs and bundles,
  * follow a workflow's events, and gate irreversible steps with a Runtime.
  */
-export { canonicalize, canonicalBytes, parseCanonical, checkProfile, MAX_SAFE_INTEGER } from "./canonical.js";
+export { canonicalize, canonicalBytes, parseCanonical, checkProfile, MAX_SAFE_INTEGER, MAX_DEPTH } from "./canonical.js";
 export type { JSONValue } from "./canonical.js";
 export { CustodyFormatError, CustodyKeyError, UnverifiedError, HTTPError, RefusedError, NotWitnessedError } from "./errors.js";
 export { WitnessPolicy, parseWitnessKey, cosignatureMessage } from "./witness.js";
