@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import { canonicalize } from "./canonical.js";
 import { HTTPError, NotWitnessedError, RefusedError, UnverifiedError } from "./errors.js";
 import { WitnessEvaluation, WitnessPolicy } from "./witness.js";
+import { ApprovalCheck, checkApproval } from "./approval.js";
 import { dedupHash, envelopeText, ParsedEnvelope, parseEnvelope, verifyEnvelope } from "./envelope.js";
 import { anySignal, decodeBase64Strict, toBase64, toHex } from "./encoding.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
@@ -68,7 +69,9 @@ export interface ClientOptions {
 
 /** The verified answer to an append. */
 export interface AppendResult {
-  verdict: "accepted" | "denied";
+  /** held: a pending RECEIPT that an approval rule holds (HTTP 202): durably logged, but not to be run until approved (DESIGN §7). */
+  verdict: "accepted" | "denied" | "held";
+  /** The statement is in the log (accepted or held). */
   /** The index of the entry: the statement, or the DENIAL of it. */
   index: number;
   accepted: boolean;
@@ -90,6 +93,20 @@ export interface AppendResult {
   proof: Uint8Array[];
   /** With a witness policy, for a pending RECEIPT: who cosigned checkpoint. */
   witnessed?: WitnessEvaluation;
+  /** Held: the receipt is logged and waits for approval (advisory fields: the runtime checks approvals itself). */
+  held?: boolean;
+  expires_at?: string;
+  rules?: { grant: string; rule_id: string; approvers: string[]; quorum: number }[];
+}
+
+/** The server's (advisory) state of a held receipt, GET /v1/approvals/{id}. */
+export interface ApprovalState {
+  receipt_id: string;
+  index: number;
+  state: "held" | "approved" | "rejected" | "expired" | "closed";
+  expires_at: string;
+  approvals?: { index: number; approval_id: string; actor: string; decision: string }[];
+  reason?: string;
 }
 
 /** An inclusion proof, verified. */
@@ -443,7 +460,7 @@ export class Client {
       const he = await httpError(resp);
       throw new RefusedError(he.status, he.reasonCode, he.reason);
     }
-    if (resp.status !== 200 && resp.status !== 403) throw await httpError(resp);
+    if (resp.status !== 200 && resp.status !== 202 && resp.status !== 403) throw await httpError(resp);
     const body = await readBody(resp, MAX_ANSWER);
     let doc: Record<string, unknown>;
     try {
@@ -521,7 +538,7 @@ export class Client {
   /** Checks an append answer (see append). */
   async #verifyAnswer(doc: Record<string, unknown>, own: ParsedEnvelope, status: number, signal?: AbortSignal): Promise<AppendResult> {
     const verdict = doc.verdict;
-    if (!((verdict === "accepted" && status === 200) || (verdict === "denied" && status === 403))) {
+    if (!((verdict === "accepted" && status === 200) || (verdict === "held" && status === 202) || (verdict === "denied" && status === 403))) {
       throw new UnverifiedError(`verdict ${JSON.stringify(verdict)} with HTTP ${status}`);
     }
     if (typeof doc.checkpoint !== "string") throw new UnverifiedError("the answer has no checkpoint");
@@ -548,11 +565,18 @@ export class Client {
       throw new UnverifiedError(`leaf ${index}: ${(e as Error).message}`);
     }
     const result: AppendResult = {
-      verdict, index, accepted: verdict === "accepted", duplicate: doc.duplicate === true,
+      verdict, index, accepted: verdict === "accepted" || verdict === "held", duplicate: doc.duplicate === true,
       notes: Array.isArray(doc.notes) ? doc.notes.map(String) : [], leaf, entry, checkpoint: cp, checkpointText: doc.checkpoint, proof,
     };
-    if (verdict === "accepted") {
+    if (verdict === "accepted" || verdict === "held") {
       if (dedupHash(entry.envelope) !== dedupHash(own)) throw new UnverifiedError(`leaf ${index} holds another envelope than the one submitted`);
+      if (verdict === "held") {
+        const st = entry.statement as { type: string; result?: string };
+        if (st.type !== "RECEIPT" || st.result !== "pending") throw new UnverifiedError(`a ${st.type} answered held; only a pending RECEIPT is held`);
+        result.held = true;
+        if (typeof doc.expires_at === "string") result.expires_at = doc.expires_at;
+        if (Array.isArray(doc.rules)) result.rules = doc.rules as AppendResult["rules"];
+      }
       return result;
     }
     // A denial: the leaf is a DENIAL, signed by the log's DENIAL key, of
@@ -680,6 +704,33 @@ export class Client {
   /** bundle fetches the custody-bundle/v1 of a statement id (wholeWorkflow: up to the workflow's latest entry). Not verified: see verifyBundle. */
   async bundle(id: string, wholeWorkflow = false, signal?: AbortSignal): Promise<Bundle> {
     return this.getJSON<Bundle>(`/v1/bundle/${encodeURIComponent(id)}${wholeWorkflow ? "?workflow=1" : ""}`, signal);
+  }
+
+  /**
+   * approvalState asks the server for a held receipt's state (GET
+   * /v1/approvals/{id}), waiting up to waitMs (at most 60000, and below the
+   * request timeout) for it to leave "held". Advisory only: never run a
+   * step on this answer; checkApproval decides from a verified bundle.
+   */
+  async approvalState(receiptId: string, waitMs = 0, signal?: AbortSignal): Promise<ApprovalState> {
+    const w = Math.floor(Math.max(0, Math.min(waitMs, 60000, this.#opts.timeoutMs - 1000)));
+    return this.getJSON<ApprovalState>(`/v1/approvals/${encodeURIComponent(receiptId)}${w > 0 ? `?wait=${w}` : ""}`, signal);
+  }
+
+  /**
+   * checkApproval fetches the workflow bundle of subject (default the
+   * receipt; give the newest APPROVAL's id so that the bundle's trust chain
+   * binds every approver's key), verifies it against the log's keys and
+   * decides the held receipt's state itself (see the function
+   * checkApproval). A bundle that does not verify is an UnverifiedError.
+   */
+  async checkApproval(receiptId: string, subject = receiptId, stepId?: string, signal?: AbortSignal): Promise<ApprovalCheck> {
+    const b = await this.bundle(subject, true, signal);
+    try {
+      return checkApproval(b, this.keys.toString(), receiptId, stepId);
+    } catch (e) {
+      throw new UnverifiedError(`the approvals of ${receiptId}: ${(e as Error).message}`);
+    }
   }
 
   /** bundleAt is bundle for the entry at index. */
