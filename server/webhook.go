@@ -137,4 +137,3 @@ func (s *Server) deliver(hc *http.Client, ev WebhookEvent) {
 		wait = min(2*wait, time.Minute)
 	}
 }
-
