@@ -11,6 +11,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server"
@@ -161,8 +162,8 @@ Example:
 // heldList lists held receipts from a data folder, a store or a server.
 func heldList(ctx context.Context, l logStore, approver, wf string) (*api.HeldList, error) {
 	switch s := l.(type) {
-	case *remoteLedger:
-		return s.c.Approvals(ctx, approver, wf)
+	case *remotelog.Log:
+		return s.Client().Approvals(ctx, approver, wf)
 	case *ledger.Ledger:
 		held, err := s.HeldReceipts(time.Now(), 1000, func(p *authority.PendingRec) bool {
 			if wf != "" && p.Workflow != wf {
