@@ -107,6 +107,9 @@ type Options struct {
 	StreamTimeout time.Duration
 	// Version is the gate's MCP implementation version.
 	Version string
+	// ApprovalWait bounds how long a call held for approval waits
+	// (default 10 minutes); past it the call is answered approval_timeout.
+	ApprovalWait time.Duration
 }
 
 // Gate is a running proxy. Serve it with Server (mcp.Server.Run or
@@ -125,6 +128,9 @@ type Gate struct {
 	workflow  string
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
+	rules     []chainRule     // approval rules on the grant's chain
+
+	approvalWait time.Duration
 
 	server *mcp.Server   // set once, before ready is closed
 	ready  chan struct{} // closed once server is set
@@ -208,6 +214,10 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	}
 	if g.version == "" {
 		g.version = "dev"
+	}
+	g.approvalWait = o.ApprovalWait
+	if g.approvalWait <= 0 {
+		g.approvalWait = 10 * time.Minute
 	}
 	if err := g.readGrant(ctx); err != nil {
 		return nil, err
@@ -313,6 +323,9 @@ func (g *Gate) readGrant(ctx context.Context) error {
 		}
 		for k := range gr.Limits {
 			g.inForce[k] = true
+		}
+		for _, r := range gr.Approvals {
+			g.rules = append(g.rules, chainRule{grant: id, rule: r})
 		}
 		id = ""
 		if d, ok := st.(*statement.DelegateDoc); ok {
@@ -526,6 +539,7 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return refusalResult(rf), nil
 	}
 	params.Arguments = args
+	spec.notify = g.notifier(ctx, req)
 	var res *mcp.CallToolResult
 	var cerr error
 	rf = g.runStep(ctx, spec, func(fctx context.Context) ran {
@@ -558,6 +572,24 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return Refusal(CodeUpstream, "%s: %v", up.name, cerr), nil
 	}
 	return res, nil
+}
+
+// notifier tells the agent of a call something while it waits: a log
+// message (level warning, logger custody-gate) to its session, and a
+// progress notification when the call carries a progress token.
+func (g *Gate) notifier(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+	if req.Session == nil {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	n := 0.0
+	return func(msg string) {
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "custody-gate", Data: msg})
+		if tok != nil {
+			n++
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+		}
+	}
 }
 
 func refusalResult(rf *refusal) *mcp.CallToolResult { return Refusal(rf.code, "%s", rf.msg) }
@@ -646,6 +678,7 @@ func (g *Gate) toolStep(name string, rule *ToolRule, up *upstream, raw json.RawM
 		}
 		raw = b
 	}
+	spec.params = paramsSHA256(raw)
 	return spec, raw, nil
 }
 
