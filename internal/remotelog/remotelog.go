@@ -62,6 +62,9 @@ func (r *Log) VerifierKey() string { return r.c.VerifierKey() }
 func (r *Log) Head() ledger.Head   { return r.head }
 func (r *Log) Close() error        { return nil }
 
+// Client is the verified client the log reads through.
+func (r *Log) Client() *client.Client { return r.c }
+
 // notFound is a 404 from the server: its message is the server's (the
 // ledger's own words), and it matches ledger.ErrNotFound.
 type notFound struct{ msg string }
