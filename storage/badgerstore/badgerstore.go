@@ -595,11 +595,11 @@ func (s *Store) Commit(_ context.Context, b *storage.Batch) error {
 	if err := s.checkSpace(3 * size); err != nil {
 		return err
 	}
-	vb := vlogBytes(w)
-	if err := s.pre.before(vb); err != nil {
+	wb, vb := logBytes(w)
+	if err := s.pre.before(wb, vb); err != nil {
 		return err
 	}
-	defer s.pre.after(vb)
+	defer s.pre.after(wb, vb)
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := s.fence(txn, b.From); err != nil {
@@ -639,11 +639,11 @@ func (s *Store) fence(txn *badger.Txn, size uint64) error {
 
 // SetCheckpoint replaces the head's checkpoint.
 func (s *Store) SetCheckpoint(_ context.Context, size uint64, cp []byte) error {
-	vb := vlogBytes([][2][]byte{{kCheckpoint, cp}})
-	if err := s.pre.before(vb); err != nil {
+	wb, vb := logBytes([][2][]byte{{kCheckpoint, cp}})
+	if err := s.pre.before(wb, vb); err != nil {
 		return err
 	}
-	defer s.pre.after(vb)
+	defer s.pre.after(wb, vb)
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := s.fence(txn, size); err != nil {

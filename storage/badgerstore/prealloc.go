@@ -26,15 +26,15 @@ import (
 // So no commit writes a page whose block is not already allocated:
 //
 //   - the next write-ahead log is created before Badger needs it: an
-//     empty file named as Badger will name it, with every block of its
-//     size allocated beyond its end (fallocate KEEP_SIZE). Badger, finding
-//     it empty, sizes it (ftruncate, which keeps the blocks) and writes
-//     into blocks that exist. The current one was allocated the same way
-//     (or, at open, is allocated whole before the first commit);
-//   - the current value log is allocated ahead of where the next commit
-//     can write: custody counts an upper bound of what each commit adds
-//     to it (key, value and entry header of every value Badger keeps
-//     there) and allocates past it before the commit.
+//     empty file named as Badger will name it, with its first blocks
+//     allocated beyond its end (fallocate KEEP_SIZE). Badger, finding it
+//     empty, sizes it (ftruncate, which keeps the blocks) and writes the
+//     commit that starts it into blocks that exist;
+//   - the write-ahead log and the value log being written are allocated
+//     ahead of where the next commit can write: custody counts an upper
+//     bound of what each commit adds to each (keys, values or pointers,
+//     entry headers, the entry that ends the transaction) and allocates
+//     past it before the commit.
 //
 // When the blocks cannot be allocated (the disk is full), the commit is
 // refused with storage.ErrDiskFull before anything is written; the next
@@ -50,8 +50,11 @@ type prealloc struct {
 	dir string // the Badger folder
 
 	mu       sync.Mutex
+	curMem   int   // guarded by mu: the write-ahead log being written
+	walEnd   int64 // guarded by mu: an upper bound of its write offset
+	walHeld  int64 // guarded by mu: its blocks are allocated up to here
 	nextMem  int   // guarded by mu: the fid of the write-ahead log Badger creates next
-	memReady bool  // guarded by mu: nextMem's file exists, its blocks allocated
+	memReady bool  // guarded by mu: nextMem's file exists, its first memAhead bytes allocated
 	vlogFid  int   // guarded by mu: the value log being written
 	vlogEnd  int64 // guarded by mu: an upper bound of its write offset
 	vlogHeld int64 // guarded by mu: its blocks are allocated up to here
@@ -60,15 +63,26 @@ type prealloc struct {
 // memFileSize is the size Badger gives a write-ahead log.
 const memFileSize = 2 * memTableSize
 
-// vlogAhead is how far past the next commit the value log is allocated.
-const vlogAhead = 8 << 20
+// memAhead is what a write-ahead log made ahead has allocated: its
+// header and the largest commit (budget) with room to spare. logAhead is
+// how far past the next commit the logs being written are allocated.
+// Together with the value log's, custody holds about 16 MiB of blocks
+// ahead of Badger.
+const (
+	memAhead = 4 << 20
+	logAhead = 4 << 20
+)
 
-// vlogEntryOverhead bounds what Badger adds to a value in the value log:
-// the key's 8-byte version, a header of at most 22 bytes, a 4-byte CRC.
-const vlogEntryOverhead = 8 + 22 + 4
+// entryOverhead bounds what Badger adds to a key and value in a log: the
+// key's 8-byte version, a header of at most 22 bytes, a 4-byte CRC;
+// commitOverhead bounds the entry that ends each transaction.
+const (
+	entryOverhead  = 8 + 22 + 4
+	commitOverhead = 128
+)
 
-// vlogHeaderSize is the size of a value log's header.
-const vlogHeaderSize = 20
+// logHeader is the size of a log's header.
+const logHeader = 20
 
 func memName(fid int) string  { return fmt.Sprintf("%05d.mem", fid) }
 func vlogName(fid int) string { return fmt.Sprintf("%06d.vlog", fid) }
@@ -98,7 +112,7 @@ func removeEmptyLogs(dbDir string) error {
 // Badger has just opened read-write (so its newest write-ahead log and
 // value log are the ones being written, the value log new and empty).
 func newPrealloc(dbDir string) *prealloc {
-	p := &prealloc{dir: dbDir, vlogEnd: vlogHeaderSize}
+	p := &prealloc{dir: dbDir, walEnd: logHeader, vlogEnd: logHeader}
 	maxMem, maxVlog := 0, 0
 	if ents, err := os.ReadDir(dbDir); err == nil {
 		for _, e := range ents {
@@ -111,35 +125,21 @@ func newPrealloc(dbDir string) *prealloc {
 			}
 		}
 	}
-	p.nextMem, p.vlogFid = maxMem+1, maxVlog
-	if maxMem > 0 {
-		// The write-ahead log Badger made at open: allocate what it has
-		// not written yet.
-		allocateRange(filepath.Join(dbDir, memName(maxMem)), 0, memFileSize, false)
-	}
+	p.curMem, p.nextMem, p.vlogFid = maxMem, maxMem+1, maxVlog
 	p.mu.Lock()
 	p.prepareMem()
 	p.mu.Unlock()
 	return p
 }
 
-// prepareMem follows Badger to its newest write-ahead log, and creates
-// the next one with its blocks allocated. p.mu is held.
+// prepareMem creates the write-ahead log Badger will start next, with
+// its first blocks allocated. p.mu is held.
 func (p *prealloc) prepareMem() error {
-	for {
-		st, err := os.Stat(filepath.Join(p.dir, memName(p.nextMem)))
-		if err != nil || st.Size() == 0 {
-			break
-		}
-		// Badger took it: the next one is needed now.
-		p.nextMem++
-		p.memReady = false
-	}
 	if p.memReady {
 		return nil
 	}
 	path := filepath.Join(p.dir, memName(p.nextMem))
-	if err := allocateRange(path, 0, memFileSize, true); err != nil {
+	if err := allocateRange(path, 0, memAhead, true); err != nil {
 		os.Remove(path)
 		return err
 	}
@@ -147,26 +147,51 @@ func (p *prealloc) prepareMem() error {
 	return nil
 }
 
-// before makes sure a commit that adds at most vbytes to the value log
-// writes only allocated blocks, or fails with storage.ErrDiskFull.
-func (p *prealloc) before(vbytes int64) error {
+// rotated reports whether Badger has started the write-ahead log made
+// ahead (it is no longer empty), and follows it. p.mu is held.
+func (p *prealloc) rotated() bool {
+	st, err := os.Stat(filepath.Join(p.dir, memName(p.nextMem)))
+	if err != nil || st.Size() == 0 {
+		return false
+	}
+	p.curMem, p.nextMem, p.memReady = p.nextMem, p.nextMem+1, false
+	p.walHeld = memAhead
+	return true
+}
+
+// before makes sure a commit that adds at most wbytes to the write-ahead
+// log and vbytes to the value log writes only allocated blocks, or fails
+// with storage.ErrDiskFull.
+func (p *prealloc) before(wbytes, vbytes int64) error {
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.rotated() {
+		// Not seen after the commit that started it (that commit
+		// failed): assume it wrote all it could.
+		p.walEnd = memAhead
+	}
 	if err := p.prepareMem(); err != nil {
 		return fmt.Errorf("%w: allocating the next write-ahead log of %s: %v", storage.ErrDiskFull, p.dir, err)
+	}
+	if want := p.walEnd + wbytes; want > p.walHeld && p.curMem > 0 {
+		end := want + logAhead
+		if err := allocateRange(filepath.Join(p.dir, memName(p.curMem)), p.walHeld, end, false); err != nil {
+			return fmt.Errorf("%w: allocating the write-ahead log of %s: %v", storage.ErrDiskFull, p.dir, err)
+		}
+		p.walHeld = end
 	}
 	for { // Badger started a new value log after the last commit
 		if _, err := os.Stat(filepath.Join(p.dir, vlogName(p.vlogFid+1))); err != nil {
 			break
 		}
 		p.vlogFid++
-		p.vlogEnd, p.vlogHeld = vlogHeaderSize, 0
+		p.vlogEnd, p.vlogHeld = logHeader, 0
 	}
 	if want := p.vlogEnd + vbytes; want > p.vlogHeld {
-		end := want + vlogAhead
+		end := want + logAhead
 		if err := allocateRange(filepath.Join(p.dir, vlogName(p.vlogFid)), p.vlogHeld, end, false); err != nil {
 			return fmt.Errorf("%w: allocating the value log of %s: %v", storage.ErrDiskFull, p.dir, err)
 		}
@@ -175,15 +200,20 @@ func (p *prealloc) before(vbytes int64) error {
 	return nil
 }
 
-// after counts a commit's value-log bytes, and prepares the next
-// write-ahead log if Badger started one (a failure is retried by the next
-// commit's before).
-func (p *prealloc) after(vbytes int64) {
+// after counts a commit's bytes, and makes the next write-ahead log
+// ahead if the commit started a new one (a failure is retried by the
+// next commit's before).
+func (p *prealloc) after(wbytes, vbytes int64) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.rotated() {
+		p.walEnd = logHeader + wbytes
+	} else {
+		p.walEnd += wbytes
+	}
 	p.vlogEnd += vbytes
 	p.prepareMem()
 }
@@ -225,13 +255,17 @@ func allocateRange(path string, off, end int64, keepSize bool) error {
 	return nil
 }
 
-// vlogBytes bounds what committing w adds to the value log.
-func vlogBytes(w [][2][]byte) int64 {
-	var n int64
+// logBytes bounds what committing w adds to the write-ahead log and to
+// the value log.
+func logBytes(w [][2][]byte) (wal, vlog int64) {
+	wal = commitOverhead
 	for _, kv := range w {
-		if len(kv[1]) >= valueThreshold {
-			n += int64(len(kv[0]) + len(kv[1]) + vlogEntryOverhead)
+		k, v := int64(len(kv[0])), int64(len(kv[1]))
+		if v >= valueThreshold {
+			vlog += k + v + entryOverhead
+			v = 12 // the pointer the write-ahead log holds
 		}
+		wal += k + v + entryOverhead
 	}
-	return n
+	return wal, vlog
 }
