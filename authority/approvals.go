@@ -554,7 +554,7 @@ func payloadSHA256(b []byte) string {
 func (c *check) approval(s *statement.ApprovalDoc) {
 	// Step 4: an enrolled principal, a pending receipt, its workflow.
 	if c.signer.Role != RolePrincipal {
-		c.deny(NotPrincipal, "only an enrolled principal may approve or reject; signer %q is bound as %s (agents never approve)", c.signer.Name, c.signer.Role)
+		c.deny(NotPrincipal, "only an enrolled principal may approve or reject receipt %s; signer %q is bound as %s (agents never approve)", s.ReceiptRef, c.signer.Name, c.signer.Role)
 		return
 	}
 	p := c.e.Pending(s.ReceiptRef)
@@ -664,4 +664,16 @@ func (e *Engine) enrolledAt(name string) uint64 {
 		}
 	}
 	return 0
+}
+
+// ClosedSince reports whether a STOP covering a held receipt's step, a
+// REVOKE or a retirement on its chain has landed since it was held,
+// approved or not, and names it: a runtime about to run an approved step
+// checks this against a fresh checkpoint (DESIGN §7).
+func (e *Engine) ClosedSince(p *PendingRec) (string, bool) {
+	if p == nil || p.Hold == nil {
+		return "", false
+	}
+	_, what, ok := e.closedAt(p)
+	return what, ok
 }

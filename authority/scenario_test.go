@@ -175,3 +175,66 @@ func nonZero(m map[string]int64) map[string]int64 {
 	}
 	return out
 }
+
+// TestApprovalScenarios runs testdata/authority/approvals.json (approval
+// rules, held receipts, APPROVALs: DESIGN §7) like TestScenarios: every
+// verdict and code as written, reservations given back where written, and
+// the log replays into the same state.
+func TestApprovalScenarios(t *testing.T) {
+	steps := loadScenarioFile(t, "approvals.json")
+	h := newHarness(t)
+	h.flushEvery, h.restartEvery = 5, 2
+	counts := map[string]int{}
+	leafOf := map[int]int{}
+	for i, s := range steps {
+		if s.Advance != nil {
+			h.advance(time.Duration(*s.Advance * float64(time.Second)))
+		} else {
+			h.advance(time.Second)
+		}
+		op := opts{tsOffset: time.Duration(s.TSOffset) * time.Second, seqDelta: s.SeqDelta}
+		before := h.index
+		d := h.submit(s.By, statement.Kind(s.Kind), s.Set, op)
+		got := verdictString(d)
+		counts[got]++
+		if got != s.Expect {
+			t.Errorf("step %d %q: got %s (%s), want %s", i, s.Name, got, d.Reason, s.Expect)
+			continue
+		}
+		if d.Verdict != authority.Refused {
+			leafOf[i] = int(before)
+		}
+		if d.Verdict == authority.Accepted && s.Note != (len(d.Notes) > 0) {
+			t.Errorf("step %d %q: notes %q, want note=%v", i, s.Name, d.Notes, s.Note)
+		}
+		if d.Verdict == authority.Denied && d.Kind == statement.Approval && d.Code != authority.SeqMismatch && !strings.Contains(d.Reason, str(s.Set["receipt_ref"])) {
+			t.Errorf("step %d %q: the reason %q does not name the receipt", i, s.Name, d.Reason)
+		}
+		for id, want := range s.Spent {
+			g := h.e.Grant(id)
+			if g == nil {
+				t.Errorf("step %d %q: no grant %s", i, s.Name, id)
+				continue
+			}
+			if !maps.Equal(nonZero(g.Spent), nonZero(want)) {
+				t.Errorf("step %d %q: grant %s charged %v, want %v", i, s.Name, id, g.Spent, want)
+			}
+		}
+	}
+	for _, c := range []authority.Code{authority.NotApprover, authority.ApprovalMismatch, authority.NotHeld,
+		authority.ApprovalExpired, authority.DuplicateApproval} {
+		if counts["denied/"+string(c)] == 0 {
+			t.Errorf("no step produces %s", c)
+		}
+	}
+	h.flush()
+	e, ds := replayAll(t, h.leaves)
+	for i, s := range steps {
+		if li, ok := leafOf[i]; ok {
+			if got := verdictString(*ds[li]); got != s.Expect {
+				t.Errorf("replay of step %d %q: %s, want %s", i, s.Name, got, s.Expect)
+			}
+		}
+	}
+	sameState(t, h.allDirty, dirtyMap(e), "ledger vs replay")
+}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
@@ -23,7 +25,7 @@ import (
 // the DENIAL of it) is at Index, durably, under Checkpoint, proven by
 // Proof. Every field was checked against the log's verifier key.
 type Receipt struct {
-	Verdict    string // api.Accepted or api.Denied
+	Verdict    string // api.Accepted, api.Held or api.Denied
 	Index      uint64
 	ReasonCode string // denials
 	Reason     string
@@ -40,10 +42,39 @@ type Receipt struct {
 	// Witnessed says which witnesses cosigned Checkpoint, when the client
 	// has a witness policy and this is a pending RECEIPT.
 	Witnessed *witness.Evaluation
+	// ExpiresAt and Rules are set for a held receipt (DESIGN §7): the
+	// deadline the server gave and the approval rules it waits for. They
+	// are the server's word, for display; Runtime.Execute verifies the
+	// approvals itself.
+	ExpiresAt time.Time
+	Rules     []api.HoldRule
 }
 
-// Accepted reports whether the statement itself was logged.
+// Accepted reports whether the statement itself was logged and accepted
+// outright (a held receipt is logged but not accepted: see Held).
 func (r *Receipt) Accepted() bool { return r.Verdict == api.Accepted }
+
+// Held reports whether the statement is a pending receipt an approval
+// rule holds: logged and charged, its step to run only once approved.
+func (r *Receipt) Held() bool { return r.Verdict == api.Held }
+
+// Logged reports whether the statement itself is in the log (accepted or
+// held).
+func (r *Receipt) Logged() bool { return r.Accepted() || r.Held() }
+
+// HeldError is the error of an append of a pending receipt that an
+// approval rule held (HTTP 202): the receipt is durably logged, and
+// Receipt describes it, but its step must not run until people approve
+// it. A caller that only checks the error never runs a held step.
+type HeldError struct{ Receipt *Receipt }
+
+func (e *HeldError) Error() string {
+	var who []string
+	for _, r := range e.Receipt.Rules {
+		who = append(who, fmt.Sprintf("rule %s of %s: %d of %s", r.RuleID, r.Grant, r.Quorum, strings.Join(r.Approvers, ",")))
+	}
+	return fmt.Sprintf("held for approval at index %d until %s (%s)", e.Receipt.Index, e.Receipt.ExpiresAt.UTC().Format(time.RFC3339), strings.Join(who, "; "))
+}
 
 // DeniedError is the error of an append the ledger denied: the DENIAL is
 // logged and verified, and Receipt describes it.
@@ -86,7 +117,7 @@ func (c *Client) Append(ctx context.Context, envelope []byte) (*Receipt, error) 
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
-	case http.StatusOK, http.StatusForbidden:
+	case http.StatusOK, http.StatusAccepted, http.StatusForbidden:
 	default:
 		return nil, answerError(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Body)
 	}
@@ -135,13 +166,16 @@ func (c *Client) readAnswer(ctx context.Context, envelope []byte, status int, bo
 	if err != nil {
 		return nil, err
 	}
-	if !r.Accepted() {
+	if !r.Logged() {
 		return r, &DeniedError{Receipt: r}
 	}
 	if c.opts.Policy != nil && isPendingReceipt(own) {
 		if err := c.requireWitnessed(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if r.Held() {
+		return r, &HeldError{Receipt: r}
 	}
 	return r, nil
 }
@@ -191,7 +225,7 @@ func (c *Client) AppendBatch(ctx context.Context, envelopes [][]byte) ([]*Receip
 	recs, errs := make([]*Receipt, len(envelopes)), make([]error, len(envelopes))
 	for i, a := range doc.Answers {
 		switch a.Status {
-		case http.StatusOK, http.StatusForbidden:
+		case http.StatusOK, http.StatusAccepted, http.StatusForbidden:
 			recs[i], errs[i] = c.readAnswer(ctx, envelopes[i], a.Status, a.Body)
 		default:
 			errs[i] = answerError(a.Status, a.RetryAfter, bytes.NewReader(a.Body))
@@ -206,6 +240,10 @@ func (c *Client) AppendBatch(ctx context.Context, envelopes [][]byte) ([]*Receip
 func (c *Client) verifyAnswer(ctx context.Context, doc *api.AppendResponse, own *sign.Parsed, status int) (*Receipt, error) {
 	switch {
 	case doc.Verdict == api.Accepted && status == http.StatusOK:
+	case doc.Verdict == api.Held && status == http.StatusAccepted:
+		if !isPendingReceipt(own) {
+			return nil, unverified("verdict held for a statement that is not a pending receipt")
+		}
 	case doc.Verdict == api.Denied && status == http.StatusForbidden:
 	default:
 		return nil, unverified("verdict %q with HTTP %d", doc.Verdict, status)
@@ -235,7 +273,14 @@ func (c *Client) verifyAnswer(ctx context.Context, doc *api.AppendResponse, own 
 	r := &Receipt{Verdict: doc.Verdict, Index: doc.Index, ReasonCode: doc.ReasonCode, Reason: doc.Reason,
 		Duplicate: doc.Duplicate, Notes: doc.Notes, Leaf: doc.Leaf, Checkpoint: cp,
 		CheckpointText: []byte(doc.Checkpoint), Proof: proof}
-	if doc.Verdict == api.Accepted {
+	if doc.Verdict == api.Held {
+		exp, err := time.Parse(time.RFC3339Nano, doc.ExpiresAt)
+		if err != nil {
+			return nil, unverified("held receipt: expires_at %q: %v", doc.ExpiresAt, err)
+		}
+		r.ExpiresAt, r.Rules = exp, doc.Rules
+	}
+	if doc.Verdict == api.Accepted || doc.Verdict == api.Held {
 		if env.DedupHash() != own.DedupHash() {
 			return nil, unverified("leaf %d holds another envelope than the one submitted", doc.Index)
 		}

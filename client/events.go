@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/server/api"
 )
 
@@ -175,11 +176,11 @@ func (c *Client) WatchStep(ctx context.Context, workflow string, after uint64, p
 }
 
 func (c *Client) watchEntries(ctx context.Context, workflow string, after uint64, proof *StepProof, connected func(), fn func(*api.Entry) bool) error {
-	backoff := 50 * time.Millisecond
+	wait := backoff.Backoff{First: 50 * time.Millisecond, Max: 2 * time.Second}
 	for {
 		s, err := c.events(ctx, workflow, after, proof)
 		if err == nil {
-			backoff = 50 * time.Millisecond
+			wait.Reset()
 			if connected != nil {
 				connected()
 			}
@@ -196,13 +197,8 @@ func (c *Client) watchEntries(ctx context.Context, workflow string, after uint64
 			}
 			s.Close()
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Wait(ctx) {
 			return ctx.Err()
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }

@@ -44,6 +44,12 @@ type Hooks struct {
 	// EmitReceipt sees every verified answer this runtime gets from the
 	// ledger, accepted or denied, to ship it to an audit sink.
 	EmitReceipt func(ctx context.Context, r *Receipt)
+	// OnHeld sees a step's pending receipt held for approval (DESIGN
+	// §7): r.Rules say who must approve, r.ExpiresAt until when.
+	OnHeld func(ctx context.Context, s Step, r *Receipt)
+	// OnApprovalProgress sees the server's advisory view of a held step
+	// each time it changes while Execute waits.
+	OnApprovalProgress func(ctx context.Context, s Step, st api.ApprovalState)
 }
 
 // Runtime is an agent (or person) with a key and a name, writing to one
@@ -313,6 +319,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		}
 		var denied *DeniedError
 		var refused *RefusedError
+		var held *HeldError
 		mismatch := errors.As(err, &denied) && denied.Receipt.ReasonCode == string(authority.SeqMismatch)
 		withdrawn := errors.As(err, &refused) && refused.ReasonCode == string(authority.Withdrawn)
 		switch {
@@ -322,7 +329,8 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 			// statement at least, and resending always ends.
 			requeue = append(requeue, q)
 			continue
-		case err == nil:
+		case err == nil, errors.As(err, &held):
+			// Held is logged: its seq is taken.
 			r.mu.Lock()
 			r.next = q.st.Head().Seq + 1
 			r.mu.Unlock()
@@ -374,6 +382,8 @@ func kindOf(st statement.Statement) statement.Kind {
 		return statement.Stop
 	case *statement.ResumeDoc:
 		return statement.Resume
+	case *statement.ApprovalDoc:
+		return statement.Approval
 	}
 	return statement.Denial
 }
@@ -400,13 +410,16 @@ type Grant struct {
 	TTL          time.Duration // whole seconds
 	Revocable    bool
 	Risk         string // CONFIRM only: low, medium, high
+	// Approvals are the grant's approval rules (DESIGN §7); they are
+	// sorted by rule_id for you.
+	Approvals []scope.Rule
 }
 
 func (g *Grant) grant(workflow string) statement.Grant {
 	return statement.Grant{Grantee: statement.Grantee{Name: g.Grantee, PublicKey: sign.EncodePublicKey(g.GranteeKey)},
 		Scope: scope.Scope{WorkflowID: workflow, StepIDs: optionalSet(g.Steps), Targets: canonicalSet(g.Targets),
 			Capabilities: canonicalSet(g.Capabilities), Principals: optionalSet(g.Principals)},
-		Limits: g.Limits, TTLSeconds: int64(g.TTL / time.Second), Revocable: g.Revocable}
+		Limits: g.Limits, TTLSeconds: int64(g.TTL / time.Second), Revocable: g.Revocable, Approvals: sortedRules(g.Approvals)}
 }
 
 func canonicalSet(v []string) []string {
@@ -540,6 +553,14 @@ type Step struct {
 	Auth      string // the id of the grant the agent acts under
 	ScopeHash string // default: the grant's
 	Reserve   map[string]int64
+	// Params, when set, is the exact call the step makes (JSON, such as
+	// a tool call's arguments): the pending receipt carries its
+	// params_sha256, shown to approvers, and a held step runs only if the
+	// hash recomputed from Params just before running is the approved one.
+	Params []byte
+	// ApprovalWait bounds how long Execute waits for people to approve a
+	// held step (default DefaultApprovalWait, never past its deadline).
+	ApprovalWait time.Duration
 }
 
 // covers reports whether a STOP applies to the step: a chain STOP of its
@@ -586,6 +607,10 @@ type Execution struct {
 	Ran     bool          // fn was called
 	Outcome *Receipt      // the outcome receipt, if it was logged
 	Stopped *StoppedError // the STOP that cancelled the step, if one did
+	// Held is set when an approval rule held the pending receipt, and
+	// Approval when the runtime verified its approval before running.
+	Held     bool
+	Approval *Approved
 }
 
 // Execute gates an irreversible step: it writes the pending receipt,
@@ -609,12 +634,44 @@ func (r *Runtime) Execute(ctx context.Context, step Step, fn func(ctx context.Co
 	pending := &statement.ReceiptDoc{ReceiptID: step.ReceiptID, Workflow: step.Workflow, StepID: step.StepID,
 		Action: step.Action, Target: step.Target, AuthorizationRef: step.Auth, Result: statement.ResultPending,
 		ScopeHash: step.ScopeHash, Reserve: step.Reserve}
+	if step.Params != nil {
+		h, err := ParamsSHA256(step.Params)
+		if err != nil {
+			return ex, fmt.Errorf("%w: %w", ErrNotExecuted, err)
+		}
+		pending.ParamsSHA256 = h
+	}
 	rec, err := r.Receipt(ctx, pending)
-	if err != nil {
+	var held *HeldError
+	if err != nil && !errors.As(err, &held) {
 		return ex, fmt.Errorf("%w: %w", ErrNotExecuted, err)
 	}
 	ex.Pending = rec
 	step.Workflow, step.ScopeHash, step.ReceiptID = pending.Workflow, pending.ScopeHash, pending.ReceiptID
+	if held != nil {
+		// Held for approval (DESIGN §7): wait, then run only on an
+		// approval verified here; otherwise record a failure outcome
+		// that says why, and never run.
+		ex.Held = true
+		if r.hooks.OnHeld != nil {
+			r.hooks.OnHeld(ctx, step, rec)
+		}
+		params := ""
+		if step.Params != nil {
+			params, _ = ParamsSHA256(step.Params) // recomputed from the call about to be made
+		}
+		a, aerr := r.AwaitApproval(ctx, step.ReceiptID, AwaitOptions{Wait: step.ApprovalWait, ParamsSHA256: params,
+			Progress: func(st api.ApprovalState) {
+				if r.hooks.OnApprovalProgress != nil {
+					r.hooks.OnApprovalProgress(ctx, step, st)
+				}
+			}})
+		if aerr != nil {
+			oerr := r.outcome(ctx, step, ex, Outcome{Result: statement.ResultFailure, Error: aerr.Error()}, nil)
+			return ex, errors.Join(fmt.Errorf("%w: %w", ErrNotExecuted, aerr), oerr)
+		}
+		ex.Approval = a
+	}
 
 	// Watch the workflow from just after the pending receipt: every STOP
 	// logged after it is seen, none is missed between the two.
@@ -727,4 +784,13 @@ func (r *Runtime) outcome(ctx context.Context, step Step, ex *Execution, out Out
 	}
 	ex.Outcome = rec
 	return nil
+}
+
+func sortedRules(rules []scope.Rule) []scope.Rule {
+	if len(rules) == 0 {
+		return nil
+	}
+	out := scope.CloneRules(rules)
+	slices.SortStableFunc(out, func(a, b scope.Rule) int { return strings.Compare(a.RuleID, b.RuleID) })
+	return out
 }

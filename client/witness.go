@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
@@ -47,7 +48,7 @@ func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.WitnessWait)
 	defer cancel()
-	backoff := 20 * time.Millisecond
+	wait := backoff.Backoff{First: 20 * time.Millisecond, Max: 500 * time.Millisecond}
 	var last error
 	for {
 		left := c.opts.WitnessWait
@@ -62,15 +63,10 @@ func (c *Client) requireWitnessed(ctx context.Context, r *Receipt) error {
 			return err
 		}
 		last = err
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.Wait(ctx) {
 			return fmt.Errorf("%w: entry %d is logged, but no checkpoint that includes it met the witness quorum (%s) within %s: %v",
 				ErrNotWitnessed, r.Index, p, c.opts.WitnessWait, last)
 		}
-		backoff = min(2*backoff, 500*time.Millisecond)
 	}
 }
 

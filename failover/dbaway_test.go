@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/server/api"
 )
@@ -38,10 +39,7 @@ func newCluster(t *testing.T) *cluster {
 		havePG = true
 	}
 	if !havePG {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the PostgreSQL binaries are missing and CI is set (scripts/postgres.sh install)")
-		}
-		t.Skip("the PostgreSQL binaries are missing (scripts/postgres.sh install)")
+		testenv.Need(t, "the PostgreSQL binaries are missing (scripts/postgres.sh install)")
 	}
 	dir, err := os.MkdirTemp("", "custody-pgaway")
 	if err != nil {

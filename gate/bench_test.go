@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -29,6 +30,35 @@ func BenchmarkGateCall(b *testing.B) {
 	}
 }
 
+// BenchmarkGate shows, in one run, what the checks of a tool call cost:
+// "single" is a call with one target (one pending and one outcome
+// receipt), "targets3" a call with three (three of each, sent together),
+// "single-pinned" the single-target call of a tool whose definition is
+// pinned (the pin is checked when the tools are listed, not per call),
+// and "pin-check" the hash of one tool definition, which is what a pin
+// adds to each tools/list and list_changed re-check, per mapped tool.
+func BenchmarkGate(b *testing.B) {
+	for _, mode := range []string{"single", "targets3", "single-pinned"} {
+		b.Run("c1/"+mode, func(b *testing.B) { benchGate(b, 1, mode) })
+	}
+	b.Run("pin-check", func(b *testing.B) {
+		schema := map[string]any{"type": "object", "properties": map[string]any{
+			"path": map[string]any{"type": "string", "description": "the file"}, "content": map[string]any{"type": "string"}},
+			"required": []any{"path", "content"}}
+		for i := 0; i < b.N; i++ {
+			if _, err := gate.DefinitionHash("write_file", "Create a new file or completely overwrite an existing file with new content.", schema); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+type threeArgs struct {
+	A string `json:"a"`
+	B string `json:"b"`
+	C string `json:"c"`
+}
+
 func benchGate(b *testing.B, conc int, mode string) {
 	ctx := context.Background()
 	lg := servertest.Start(b, server.Options{})
@@ -44,8 +74,20 @@ func benchGate(b *testing.B, conc int, mode string) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok " + a.Path}}}, nil, nil
 		})
 	}
+	mcp.AddTool(up, &mcp.Tool{Name: "move3"}, func(ctx context.Context, req *mcp.CallToolRequest, a threeArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok " + a.A}}}, nil, nil
+	})
 	url := serveUpstream(b, up)
-	cfg, err := gate.ParseConfig([]byte(`{"tools":{"write":{"capability":"fs.write","target":"fs/{path}","inert":["text"]}},"passthrough":["echo"]}`))
+	config := `{"tools":{"write":{"capability":"fs.write","target":"fs/{path}","inert":["text"]},
+ "move3":{"capability":"fs.write","targets":["fs/{a}","fs/{b}","fs/{c}"]}},"passthrough":["echo"]}`
+	if mode == "single-pinned" {
+		pinned, _, err := gate.Pin(ctx, []byte(config), []gate.Upstream{{URL: url}}, io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		config = string(pinned)
+	}
+	cfg, err := gate.ParseConfig([]byte(config))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,11 +111,20 @@ func benchGate(b *testing.B, conc int, mode string) {
 		defer sessions[i].Close()
 	}
 	tool := "write"
-	if mode == "passthrough" {
+	switch mode {
+	case "passthrough":
 		tool = "echo"
+	case "targets3":
+		tool = "move3"
+	}
+	args := func(i int) map[string]any {
+		if tool == "move3" {
+			return map[string]any{"a": fmt.Sprintf("/d/%d/a", i), "b": fmt.Sprintf("/d/%d/b", i), "c": fmt.Sprintf("/d/%d/c", i)}
+		}
+		return map[string]any{"path": fmt.Sprintf("/d/%d", i)}
 	}
 	call := func(cs *mcp.ClientSession, i int) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"path": fmt.Sprintf("/d/%d", i)}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args(i)})
 		if err != nil || res.IsError {
 			b.Errorf("call: %v %v", err, res)
 		}

@@ -34,8 +34,9 @@
 //
 // The gate authorises calls; it cannot see what a server does with one.
 // A target derived from an argument (fs/{path}) is what the agent asked
-// for: a server that follows symbolic links, or reads a relative path
-// against its own folder, may touch something else. An upstream's sampling
+// for, unless the rule declares the argument a path the gate resolves
+// (realpath): then it is the file the path leads to when the gate looked,
+// and a link changed after that is not seen. An upstream's sampling
 // and elicitation requests go to the agent session with a tool call in
 // flight (or the only session); its roots requests are answered with no
 // roots.
@@ -63,6 +64,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
@@ -105,6 +107,9 @@ type Options struct {
 	StreamTimeout time.Duration
 	// Version is the gate's MCP implementation version.
 	Version string
+	// ApprovalWait bounds how long a call held for approval waits
+	// (default 10 minutes); past it the call is answered approval_timeout.
+	ApprovalWait time.Duration
 }
 
 // Gate is a running proxy. Serve it with Server (mcp.Server.Run or
@@ -123,6 +128,9 @@ type Gate struct {
 	workflow  string
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
+	rules     []chainRule     // approval rules on the grant's chain
+
+	approvalWait time.Duration
 
 	server *mcp.Server   // set once, before ready is closed
 	ready  chan struct{} // closed once server is set
@@ -207,6 +215,10 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	if g.version == "" {
 		g.version = "dev"
 	}
+	g.approvalWait = o.ApprovalWait
+	if g.approvalWait <= 0 {
+		g.approvalWait = 10 * time.Minute
+	}
 	if err := g.readGrant(ctx); err != nil {
 		return nil, err
 	}
@@ -240,6 +252,12 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	for _, up := range g.ups {
 		if err := g.sync(ctx, up); err != nil {
 			return nil, err
+		}
+		if up.caps.Prompts != nil && !g.cfg.Prompts {
+			g.log.Info("the upstream's prompts are not offered (set \"prompts\": true in the configuration to pass them)", "upstream", up.name)
+		}
+		if up.caps.Completions != nil && !g.cfg.Completions {
+			g.log.Info("the upstream's completions are not offered (set \"completions\": true in the configuration to pass them)", "upstream", up.name)
 		}
 	}
 
@@ -305,6 +323,9 @@ func (g *Gate) readGrant(ctx context.Context) error {
 		}
 		for k := range gr.Limits {
 			g.inForce[k] = true
+		}
+		for _, r := range gr.Approvals {
+			g.rules = append(g.rules, chainRule{grant: id, rule: r})
 		}
 		id = ""
 		if d, ok := st.(*statement.DelegateDoc); ok {
@@ -518,6 +539,7 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return refusalResult(rf), nil
 	}
 	params.Arguments = args
+	spec.notify = g.notifier(ctx, req)
 	var res *mcp.CallToolResult
 	var cerr error
 	rf = g.runStep(ctx, spec, func(fctx context.Context) ran {
@@ -550,6 +572,24 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return Refusal(CodeUpstream, "%s: %v", up.name, cerr), nil
 	}
 	return res, nil
+}
+
+// notifier tells the agent of a call something while it waits: a log
+// message (level warning, logger custody-gate) to its session, and a
+// progress notification when the call carries a progress token.
+func (g *Gate) notifier(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+	if req.Session == nil {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	n := 0.0
+	return func(msg string) {
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "custody-gate", Data: msg})
+		if tok != nil {
+			n++
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+		}
+	}
 }
 
 func refusalResult(rf *refusal) *mcp.CallToolResult { return Refusal(rf.code, "%s", rf.msg) }
@@ -638,6 +678,7 @@ func (g *Gate) toolStep(name string, rule *ToolRule, up *upstream, raw json.RawM
 		}
 		raw = b
 	}
+	spec.params = paramsSHA256(raw)
 	return spec, raw, nil
 }
 
@@ -771,12 +812,12 @@ func (g *Gate) setConnected(up bool) {
 // with the last index seen, and cancels the calls a STOP covers.
 func (g *Gate) watch(ctx context.Context, after uint64) {
 	defer close(g.done)
-	backoff := 50 * time.Millisecond
+	wait := backoff.Backoff{First: 50 * time.Millisecond, Max: time.Second}
 	for ctx.Err() == nil {
 		s, err := g.c.Events(ctx, g.workflow, after)
 		if err == nil {
 			g.setConnected(true)
-			backoff = 50 * time.Millisecond
+			wait.Reset()
 			var err error
 			for {
 				var e *api.Entry
@@ -792,13 +833,7 @@ func (g *Gate) watch(ctx context.Context, after uint64) {
 				g.log.Warn("the workflow's event stream dropped; calls wait for it (at most the stream timeout) or are refused", "workflow", g.workflow, "err", err)
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+		wait.Wait(ctx)
 	}
 }
 
@@ -906,20 +941,25 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		},
 	})
 	var t mcp.Transport
+	tail := &tailWriter{}
 	switch {
 	case u.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: u.URL}
 	case len(u.Command) > 0:
 		cmd := exec.Command(u.Command[0], u.Command[1:]...)
-		cmd.Stderr = g.stderr
+		cmd.Stderr = io.MultiWriter(g.stderr, tail)
 		t = &mcp.CommandTransport{Command: cmd}
 	default:
 		return nil, errors.New("gate: an upstream needs a command or a URL")
 	}
 	cs, err := cl.Connect(ctx, t, nil)
 	if err != nil {
+		if said := tail.String(); said != "" {
+			return nil, fmt.Errorf("gate: connecting to upstream %s: %w; its standard error ended with: %s", up.name, err, said)
+		}
 		return nil, fmt.Errorf("gate: connecting to upstream %s: %w", up.name, err)
 	}
+	tail.stop()
 	up.cs = cs
 	if ir := cs.InitializeResult(); ir != nil {
 		up.caps, up.inst = ir.Capabilities, ir.Instructions
@@ -933,6 +973,35 @@ func (g *Gate) connect(ctx context.Context, u Upstream) (*upstream, error) {
 		up.caps = &mcp.ServerCapabilities{}
 	}
 	return up, nil
+}
+
+// tailWriter keeps the last 512 bytes written to it, until stopped: an
+// upstream that fails to start says why on its standard error.
+type tailWriter struct {
+	mu      sync.Mutex
+	b       []byte
+	stopped bool
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.b = append(w.b, p...)
+		if len(w.b) > 512 {
+			w.b = w.b[len(w.b)-512:]
+		}
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) stop() { w.mu.Lock(); w.stopped, w.b = true, nil; w.mu.Unlock() }
+
+// String is the text kept, on one line.
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(w.b), "?")), " ")
 }
 
 func (g *Gate) isReady() bool {

@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage/badgerstore"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,11 +24,11 @@ import (
 // (to mount tmpfs) and is skipped with a message otherwise.
 func TestDiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("disk-full test: needs root to mount a small tmpfs")
+		testenv.Need(t, "disk-full test: needs root to mount a small tmpfs (CI runs as root)")
 	}
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("disk-full test: cannot mount tmpfs (%v: %s)", err, out)
+		testenv.Need(t, "disk-full test: cannot mount tmpfs (%v: %s)", err, out)
 	}
 	defer exec.Command("umount", "-l", mnt).Run()
 	const reserve = 64 << 20
@@ -34,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 	w := &world{t: t, dir: mnt + "/ledger", clock: &clock{t: mustTime("2026-03-19T08:12:00Z")}}
 	w.admin = newActor(t, "admin")
 	w.admin.seq = 1
-	l, err := Init(w.dir, testOrigin, InitOptions{AdminKey: w.admin.priv, Options: Options{Clock: w.clock.Now, ReserveBytes: reserve}})
+	l, err := Init(w.dir, testOrigin, InitOptions{AdminKey: w.admin.priv, Options: Options{Clock: w.clock.Now, StoreOptions: badgerstore.Options{ReserveBytes: reserve}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/internal/durable"
@@ -16,7 +15,6 @@ import (
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
-	"github.com/custodylog/custody/storage/pgstore"
 )
 
 // InitOptions describe a new log.
@@ -52,12 +50,16 @@ func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 	if o.AdminName == "" {
 		o.AdminName = "admin"
 	}
-	db := !IsStoreURL(loc)
+	drv, err := storage.Lookup(loc)
+	if err != nil {
+		return nil, err
+	}
+	db := drv.Local // a data folder (the name is older than the drivers)
 	if db {
 		if _, err := os.Stat(filepath.Join(loc, configName)); err == nil {
 			return nil, fmt.Errorf("%s already holds a ledger", loc)
 		}
-		if _, err := os.Stat(filepath.Join(loc, "db")); err == nil {
+		if drv.Exists != nil && drv.Exists(loc) {
 			return nil, fmt.Errorf("%s holds a database but no %s: refusing to overwrite it", loc, configName)
 		}
 		if _, err := os.Stat(filepath.Join(loc, SignedHeadName)); err == nil {
@@ -68,17 +70,10 @@ func Init(loc, origin string, o InitOptions) (*Ledger, error) {
 		}
 	}
 	o.Options.defaults()
-	var st storage.Store
-	var err error
-	if IsStoreURL(loc) {
-		// A named log (custody_log in the URL) is created if the database
-		// does not hold it yet; its origin must be no other log's.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		st, err = pgstore.Open(ctx, loc, pgstore.Options{Create: true, Origin: origin})
-		cancel()
-	} else {
-		st, err = openStore(loc, o.Options)
-	}
+	// A database makes the log the URL names if it does not hold it yet
+	// (a named log, custody_log in the URL); its origin must be no other
+	// log's.
+	st, err := openStore(loc, o.Options, true, origin)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ type Role struct {
 	// times this server stopped sequencing, for any reason; Lost the
 	// step-downs it did not choose (taken over, not renewed in time, a
 	// fenced commit); RenewedLate the renewals that came after more than
-	// half the lease had passed; FencedCommits the batches the store
+	// two thirds of the lease had passed (the loop renews every third); FencedCommits the batches the store
 	// refused because the lease had moved on.
 	Takeovers, StepDowns, Failovers  uint64
 	Lost, RenewedLate, FencedCommits uint64
@@ -180,7 +180,7 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 		}
 		// Leave a free lease to a live server that prefers the log, for
 		// as long as it should take to take it.
-		if p, ok := l.store.(storage.Preferrer); ok && !l.opts.Prefer && time.Since(l.lead.freeSince) < 2*l.opts.LeaseTTL {
+		if p := l.caps.Prefer; p != nil && !l.opts.Prefer && time.Since(l.lead.freeSince) < 2*l.opts.LeaseTTL {
 			if wanted, err := p.Preferred(ctx); err != nil || wanted {
 				return err
 			}
@@ -302,7 +302,7 @@ func (l *Ledger) leaseLoop() {
 	defer poll.Stop()
 	// A store that announces commits (PostgreSQL's LISTEN/NOTIFY) wakes a
 	// follower at once; the poll stays, for when the announcements stop.
-	if w, ok := l.store.(storage.HeadWatcher); ok {
+	if w := l.caps.Watch; w != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		l.headNote = w.WatchHead(ctx)
@@ -331,7 +331,7 @@ func (l *Ledger) leaseLoop() {
 			exp, err := l.lead.leaser.Renew(ctx, ttl)
 			switch {
 			case err == nil:
-				if gap := start.Sub(l.lead.renewed); gap > ttl/2 {
+				if gap := start.Sub(l.lead.renewed); gap > ttl*2/3 {
 					l.lead.renewedLate.Add(1)
 					l.leaseEvent("renewed_late", "lease renewed late", slog.Uint64("epoch", l.lead.epoch.Load()),
 						slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))
@@ -366,7 +366,7 @@ func (l *Ledger) leaseLoop() {
 // flight ends first (the release waits for its lock on the lease row);
 // a later one is fenced and answered with an error, never acknowledged.
 func (l *Ledger) maybeHandOff() {
-	p, ok := l.store.(storage.Preferrer)
+	p, ok := l.caps.Prefer, l.caps.Prefer != nil
 	if !ok || l.opts.Prefer || l.opts.LeaseWait == nil {
 		return
 	}

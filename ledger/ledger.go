@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custodylog/custody/authority"
@@ -23,8 +22,6 @@ import (
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
-	"github.com/custodylog/custody/storage/badgerstore"
-	"github.com/custodylog/custody/storage/pgstore"
 )
 
 // Options tune an open ledger. The zero value is sensible.
@@ -61,17 +58,11 @@ type Options struct {
 	// (default 65536; a level-0 tile takes about 350 B, so a 16M-entry
 	// tree fits in about 22 MiB).
 	ProofCacheTiles int
-	// BadgerLog receives Badger's warnings and errors (default: discarded
-	// unless CUSTODY_BADGER_LOG is set).
-	BadgerLog badger.Logger
-	// ReserveBytes is the free space the ledger keeps on its filesystem
-	// (default 256 MiB): a batch that would leave less is not committed and
-	// fails with ErrDiskFull. See ErrDiskFull for why.
-	ReserveBytes int64
-	// BallastBytes is the ballast a data folder keeps against other
-	// programs filling its disk (storage/badgerstore/ballast.go; default
-	// 64 MiB, negative: none).
-	BallastBytes int64
+	// StoreOptions are the store driver's own options
+	// (badgerstore.Options: the free-space reserve, the ballast, Badger's
+	// log; pgstore.Options: the pool), given to the driver as they are;
+	// nil for its defaults (storage.OpenOptions.Driver).
+	StoreOptions any
 	// LogOnly enables AppendLeaves, which writes raw leaves with no
 	// authority checks. It exists to measure the log alone (benchmarks and
 	// the side-by-side comparison with other logs); a ledger written this
@@ -136,9 +127,6 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if o.ReserveBytes <= 0 {
-		o.ReserveBytes = 256 << 20
-	}
 	if o.ProofCacheTiles <= 0 {
 		o.ProofCacheTiles = 65536
 	}
@@ -198,6 +186,7 @@ type Ledger struct {
 	origin  string
 	opts    Options
 	store   storage.Store
+	caps    storage.Capabilities // what the store declares (store.Capabilities)
 	kr      keyring
 	signer  note.Signer   // the first checkpoint key
 	signers []note.Signer // the others, during a rotation
@@ -269,35 +258,38 @@ var ErrReadOnly = errors.New("ledger: opened read-only")
 // the data folder's filesystem is nearly full; see storage.ErrDiskFull.
 var ErrDiskFull = storage.ErrDiskFull
 
-// IsStoreURL reports whether loc names a database (postgres://…) rather
+// IsStoreURL reports whether loc names a database (a URL: postgres://…) rather
 // than a data folder.
-func IsStoreURL(loc string) bool { return pgstore.IsURL(loc) }
+func IsStoreURL(loc string) bool { return storage.IsURL(loc) }
 
-// openStore opens the store at loc: a PostgreSQL URL, or a data folder
-// holding a Badger database.
-func openStore(loc string, opts Options) (storage.Store, error) {
-	if pgstore.IsURL(loc) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return pgstore.Open(ctx, loc, pgstore.Options{})
-	}
-	return badgerstore.Open(loc, badgerstore.Options{Logger: opts.BadgerLog, ReserveBytes: opts.ReserveBytes, BallastBytes: opts.BallastBytes, ReadOnly: opts.ReadOnly})
+// openStore opens the store at loc with the driver registered for it
+// (storage.Register: a data folder, a PostgreSQL URL, ...).
+func openStore(loc string, opts Options, create bool, origin string) (storage.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return storage.Open(ctx, loc, storage.OpenOptions{Create: create, Origin: origin, ReadOnly: opts.ReadOnly, Driver: opts.StoreOptions})
 }
 
 // Open opens the ledger at loc, which Init created: a data folder, or a
-// postgres:// URL.
+// URL of a store driver linked into the program (postgres://).
 func Open(loc string, opts Options) (*Ledger, error) {
 	opts.defaults()
-	if !pgstore.IsURL(loc) && !badgerstore.Exists(loc) {
+	drv, err := storage.Lookup(loc)
+	if err != nil {
+		return nil, err
+	}
+	exists := drv.Exists == nil || drv.Exists(loc)
+	if drv.Local && !exists {
 		if _, err := os.Stat(filepath.Join(loc, SignedHeadName)); err != nil {
 			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", loc, loc)
 		}
 		return nil, &DamageError{Dir: loc, Err: ErrRolledBack,
 			What: fmt.Sprintf("%s holds the log's signed head but no database (%s is missing)", loc, filepath.Join(loc, "db"))}
 	}
-	if !opts.ReadOnly && !pgstore.IsURL(loc) && badgerstore.Exists(loc) {
-		// Check a scratch copy first: Badger must not open (and "repair")
-		// a folder that does not hold what the log last signed.
+	if !opts.ReadOnly && drv.CheckCopyFirst && exists {
+		// Check a read-only copy first: a store whose open may "repair"
+		// what it holds (Badger) must not open a folder that does not
+		// hold what the log last signed.
 		ro := opts
 		ro.ReadOnly = true
 		l, err := Open(loc, ro)
@@ -315,9 +307,9 @@ func Open(loc string, opts Options) (*Ledger, error) {
 		// itself below; only the evidence of what Badger cuts at open may
 		// then be lost.
 	}
-	st, err := openStore(loc, opts)
+	st, err := openStore(loc, opts, false, "")
 	if err != nil {
-		var oe *badgerstore.OpenError
+		var oe *storage.OpenError
 		if errors.As(err, &oe) && !isNoSpace(err) && fileExists(filepath.Join(loc, SignedHeadName)) {
 			return nil, &DamageError{Dir: loc, Err: ErrDamaged, What: fmt.Sprintf("the store cannot be opened: %v", oe.Err), Files: oe.Files}
 		}
@@ -352,7 +344,7 @@ func readConfig(st configFiles) (*config, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			loc := st.Location()
-			if pgstore.IsURL(loc) {
+			if storage.IsURL(loc) {
 				return nil, fmt.Errorf("no ledger in %s (run `custody init --store %s --origin ORIGIN` first)", loc, loc)
 			}
 			return nil, fmt.Errorf("no ledger in %s (run `custody init --dir %s --origin ORIGIN` first)", loc, loc)
@@ -424,10 +416,10 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	opts.defaults()
 	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, kr: kr,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
-		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
-	if ls, ok := st.(storage.Leaser); ok && !opts.ReadOnly {
+		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
+	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
 		l.lead.leaser = ls
-		if p, ok := st.(storage.Preferrer); ok && opts.Prefer {
+		if p := l.caps.Prefer; p != nil && opts.Prefer {
 			p.Prefer(context.Background()) // until the store closes
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
@@ -439,13 +431,13 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		l.lead.seqEpoch = l.lead.epoch.Load()
 	}
 	err := l.load()
-	if d, ok := st.(interface{ Damaged() []string }); ok && err == nil && len(d.Damaged()) > 0 {
+	if d := l.caps.Damaged; d != nil && err == nil && len(d()) > 0 {
 		err = &DamageError{Dir: l.loc, Err: ErrDamaged, What: "files of the store are damaged (a read-write open would drop committed transactions or read damaged table blocks as missing)"}
 	}
 	var de *DamageError
 	if errors.As(err, &de) {
-		if d, ok := st.(interface{ Diagnose() []string }); ok {
-			de.Files = append(de.Files, d.Diagnose()...)
+		if d := l.caps.Diagnose; d != nil {
+			de.Files = append(de.Files, d()...)
 		}
 	}
 	if opts.ReadOnly && de != nil && l.head.Load() != nil {
@@ -637,7 +629,7 @@ func (l *Ledger) tileReader() merkle.TileReader {
 // for Init-less ledgers (benchmarks of the log alone).
 func openAt(loc, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
-	st, err := openStore(loc, opts)
+	st, err := openStore(loc, opts, false, "")
 	if err != nil {
 		return nil, err
 	}

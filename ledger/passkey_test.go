@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/softauthn"
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
@@ -140,6 +143,73 @@ func TestPasskeyStopEndToEnd(t *testing.T) {
 		var sb strings.Builder
 		v.WriteText(&sb)
 		t.Fatalf("bundle invalid:\n%s", sb.String())
+	}
+	w.replay()
+}
+
+// TestPasskeyApprovalTwin: a person approves a held receipt with a
+// passkey; the (r, n−s) twin of that APPROVAL's signature is a repeat
+// answered with the first decision (nothing appended), and the bundle of
+// the workflow verifies offline, APPROVAL included.
+func TestPasskeyApprovalTwin(t *testing.T) {
+	w := newWorld(t, Options{})
+	alice := newActor(t, "user:alice")
+	w.enroll(alice)
+	pk, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example.com", "https://custody.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := pk.Enrollment()
+	w.must(w.admin, &statement.PrincipalDoc{Header: w.header(w.admin, statement.Principal), PrincipalID: w.id("p"),
+		Op: statement.OpAddKey, Name: alice.name, PublicKey: e.PublicKey, KeyType: e.KeyType,
+		CredentialID: e.CredentialID, RPID: e.RPID, Origins: e.Origins}, authority.Accepted, "")
+	booker := newActor(t, "agent:booker")
+	g := grant(booker, "wf1", []string{"shop/*"}, []string{"buy"}, nil, nil, 3600)
+	g.Approvals = []scope.Rule{{RuleID: "big", Capabilities: []string{"buy"}, Approvers: []string{"user:alice"}, Quorum: 1, TTLSeconds: 900}}
+	c1 := w.confirm(alice, "c1", g)
+	w.must(alice, c1, authority.Accepted, "")
+	p := w.pending(booker, "r1", "wf1", "c1", c1.ScopeHash, "s1", "buy", "shop/a", nil)
+	held := w.must(booker, p, authority.Accepted, "")
+	if rec := w.l.engine.Pending("r1"); rec == nil || rec.Hold == nil {
+		t.Fatalf("r1 is not held: %+v", rec)
+	}
+	payload, _ := statement.Marshal(p)
+	sum := sha256.Sum256(payload)
+	ap := &statement.ApprovalDoc{Header: statement.Header{Type: statement.Approval, Timestamp: statement.FormatTimestamp(w.clock.Now()),
+		Log: testOrigin, Actor: alice.name, Seq: 1}, ApprovalID: "a1", Workflow: "wf1", ReceiptRef: "r1",
+		ReceiptSHA256: hex.EncodeToString(sum[:]), Decision: "approve"}
+	res, env := w.appendPasskey(pk, ap, softauthn.Options{})
+	if res.Verdict != authority.Accepted {
+		t.Fatalf("passkey APPROVAL: %s %s: %s", res.Verdict, res.Code, res.Reason)
+	}
+	size := w.l.Head().Size
+	twin, _ := twinOf(t, env).Canonical()
+	r2, err := w.l.Append(context.Background(), twin)
+	if err != nil || r2.Verdict != authority.Accepted || !r2.Duplicate || r2.Index != res.Index || w.l.Head().Size != size {
+		t.Fatalf("the twin APPROVAL: %+v, %v; want the first decision (index %d), nothing appended", r2, err, res.Index)
+	}
+	// A passkey not allowed to approve (allowed_types without APPROVAL) is denied, logged.
+	pk2, _ := softauthn.New(sign.KeyTypeWebAuthnEd25519, "custody.example.com", "https://custody.example.com")
+	e2 := pk2.Enrollment("STOP")
+	w.must(w.admin, &statement.PrincipalDoc{Header: w.header(w.admin, statement.Principal), PrincipalID: w.id("p"),
+		Op: statement.OpAddKey, Name: alice.name, PublicKey: e2.PublicKey, KeyType: e2.KeyType,
+		CredentialID: e2.CredentialID, RPID: e2.RPID, Origins: e2.Origins, AllowedTypes: e2.AllowedTypes}, authority.Accepted, "")
+	ap2 := *ap
+	ap2.ApprovalID = "a2"
+	if r, _ := w.appendPasskey(pk2, &ap2, softauthn.Options{}); r.Verdict != authority.Denied || r.Code != authority.NotAuthorized {
+		t.Fatalf("APPROVAL by a STOP-only passkey: %s %s: %s", r.Verdict, r.Code, r.Reason)
+	}
+	b, err := w.l.Prove(held.Index, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.VerifyBundle(b, w.l.VerifierKey())
+	if err != nil || !v.Valid {
+		var sb strings.Builder
+		if v != nil {
+			v.WriteText(&sb)
+		}
+		t.Fatalf("bundle: %v\n%s", err, sb.String())
 	}
 	w.replay()
 }

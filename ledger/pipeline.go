@@ -26,6 +26,9 @@ type Result struct {
 	// result is that first decision and nothing new was appended.
 	Duplicate bool
 	Notes     []string
+	// Hold is set when the statement is a pending receipt an approval
+	// rule held (DESIGN §7): its deadline and matched rules.
+	Hold *authority.HoldInfo
 	// Head is a checkpoint that includes Index, and Proof the inclusion
 	// proof of Index in it.
 	Head  Head
@@ -588,7 +591,7 @@ func (l *Ledger) process(batch []*request) {
 		b.Leaves = append(b.Leaves, leaf)
 		b.Dedup = append(b.Dedup, storage.Dedup{Hash: req.hash, Index: next})
 		hashes = append(hashes, merkle.LeafHash(leaf))
-		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Leaf: leaf}
+		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Hold: d.Hold, Leaf: leaf}
 		seen[req.hash] = i
 		next++
 	}
@@ -944,7 +947,7 @@ const unknownPatience = 30 * time.Second
 // settleAndCheck waits out the transaction of unknown outcome, on a
 // store that can (storage.Settler), and reports whether b committed.
 func (l *Ledger) settleAndCheck(b *storage.Batch) (bool, error) {
-	if st, ok := l.store.(storage.Settler); ok {
+	if st := l.caps.Settle; st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := st.SettleUnknown(ctx)
 		cancel()
@@ -1053,7 +1056,7 @@ type dedupBatch struct {
 // that can (nil otherwise, or if the query failed: each is then looked up
 // alone, and an error is reported there).
 func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
-	db, ok := l.store.(storage.DedupBatcher)
+	db, ok := l.caps.DedupBatch, l.caps.DedupBatch != nil
 	if !ok || len(batch) < 2 {
 		return nil
 	}
@@ -1112,6 +1115,13 @@ func (l *Ledger) priorAt(index uint64) (*Result, error) {
 	r := &Result{Verdict: authority.Accepted, Index: index, Duplicate: true}
 	if den, ok := e.Statement.(*statement.DenialDoc); ok && e.Envelope.KeyID != "" {
 		r.Verdict, r.Code, r.Reason = authority.Denied, authority.Code(den.ReasonCode), den.Reason
+	}
+	if rc, ok := e.Statement.(*statement.ReceiptDoc); ok && rc.IsPending() {
+		// A repeat of a held receipt is answered held, as the first time.
+		if p := l.StateView().Pending(rc.ReceiptID); p != nil && p.Hold != nil && p.Index == index {
+			exp, _ := statement.ParseLoggedAt(p.Hold.Deadline)
+			r.Hold = &authority.HoldInfo{ExpiresAt: exp, Rules: p.Hold.Rules}
+		}
 	}
 	return r, nil
 }

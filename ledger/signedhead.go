@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/custodylog/custody/merkle"
-	"github.com/custodylog/custody/storage/pgstore"
+	"github.com/custodylog/custody/storage"
 )
 
 // # The signed head, kept outside the store
@@ -101,7 +100,7 @@ func (l *Ledger) headPath() string {
 	if l.opts.HeadFile != "" {
 		return l.opts.HeadFile
 	}
-	if !pgstore.IsURL(l.loc) && !strings.Contains(l.loc, "://") {
+	if !storage.IsURL(l.loc) {
 		return filepath.Join(l.loc, SignedHeadName)
 	}
 	dir, err := os.UserConfigDir()
@@ -116,7 +115,7 @@ func (l *Ledger) headPath() string {
 // servers may share (its signed-head file is this machine's, not the
 // store's).
 func (l *Ledger) sharedStore() bool {
-	return pgstore.IsURL(l.loc) || strings.Contains(l.loc, "://")
+	return storage.IsURL(l.loc)
 }
 
 // readSignedHead reads the signed-head file: nil if there is none or it

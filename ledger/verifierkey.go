@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/custodylog/custody/storage/pgstore"
+	"github.com/custodylog/custody/storage"
 )
 
 // configFiles reads the log's config and key files: a store, or a data
@@ -32,7 +32,7 @@ func (d folderFiles) Location() string { return string(d) }
 // needs the key to check what was published) still answers. A postgres://
 // location is opened read-only as usual.
 func FolderVerifierKey(dir string, opts Options) (string, error) {
-	if pgstore.IsURL(dir) {
+	if storage.IsURL(dir) {
 		opts.ReadOnly = true
 		l, err := Open(dir, opts)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 )
@@ -294,7 +295,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	commits, stop := p.l.Watch()
 	defer stop()
 	log := p.opts.Logger.With("bucket", p.b.String())
-	wait := time.Duration(0)
+	wait := backoff.Backoff{First: p.opts.Retry, Max: 30 * time.Second}
 	var retry <-chan time.Time
 	wasLeading := false
 	for {
@@ -326,7 +327,7 @@ func (p *Publisher) Run(ctx context.Context) {
 			cancel()
 			switch {
 			case err == nil:
-				wait = 0
+				wait.Reset()
 				if res.Size != res.From {
 					log.Debug("published", "size", res.Size, "objects", res.Written, "existing", res.Existing, "took", time.Since(start))
 				}
@@ -339,13 +340,13 @@ func (p *Publisher) Run(ctx context.Context) {
 				return
 			default:
 				p.errs.Inc()
-				wait = min(max(2*wait, p.opts.Retry), 30*time.Second)
+				d := wait.Next()
 				if errors.Is(err, ErrAlarm) {
-					log.Error("publication stopped: the bucket holds what this log did not write; nothing was overwritten", "err", err, "retry_in", wait)
+					log.Error("publication stopped: the bucket holds what this log did not write; nothing was overwritten", "err", err, "retry_in", d)
 				} else if pctx.Err() == nil || ctx.Err() != nil {
-					log.Warn("publication failed; retrying", "err", err, "retry_in", wait)
+					log.Warn("publication failed; retrying", "err", err, "retry_in", d)
 				}
-				retry = time.After(wait)
+				retry = time.After(d)
 			}
 		}
 		select {

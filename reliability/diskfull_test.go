@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
 )
@@ -26,16 +27,13 @@ func loopMount(t *testing.T, size int64) string {
 	t.Helper()
 	need := func(format string, args ...any) {
 		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("loop-mounted filesystem: "+format+" (CI must run this test: .ci/reliability installs e2fsprogs and runs as root)", args...)
-		}
-		t.Skipf("loop-mounted filesystem: "+format, args...)
+		testenv.Need(t, "loop-mounted filesystem: "+format+" (.ci/reliability installs e2fsprogs and runs as root)", args...)
 	}
 	if os.Geteuid() != 0 {
 		need("needs root to mount")
 	}
 	mkfs, err := exec.LookPath("mkfs.ext4")
-	if err != nil && os.Getenv("CI") != "" {
+	if err != nil && testenv.CI() {
 		// The project's own install script (Debian's e2fsprogs).
 		if out, err := exec.Command("bash", "../scripts/e2fsprogs.sh").CombinedOutput(); err != nil {
 			t.Logf("scripts/e2fsprogs.sh: %v: %s", err, out)

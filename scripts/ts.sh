@@ -60,3 +60,5 @@ echo "== npm pack --dry-run (what would be published)"
 npm pack --dry-run --cache "$root/.cache/npm" 2>&1 | grep -E "^npm notice (name|version|total files|[0-9.]+[kM]?B +(dist/index|README|package))" || true
 echo "== node --test"
 node --test --test-concurrency=1 --test-timeout=180000 test/*.test.mjs
+echo "== the package as a new user installs it (scripts/ts-pack.sh)"
+bash "$root/scripts/ts-pack.sh"

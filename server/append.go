@@ -12,6 +12,7 @@ import (
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
 )
 
@@ -164,6 +165,10 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		out.Checkpoint, out.InclusionProof = cp, hashStrings(proof)
 	}
 	status := http.StatusOK
+	if res.Verdict == authority.Accepted && res.Hold != nil {
+		out.Verdict, out.ExpiresAt, out.Rules = api.Held, statement.FormatLoggedAt(res.Hold.ExpiresAt), holdRules(res.Hold.Rules)
+		status = http.StatusAccepted
+	}
 	if res.Verdict != authority.Accepted {
 		idx := res.Index
 		out.Verdict, out.DenialIndex, out.ReasonCode, out.Reason = api.Denied, &idx, string(res.Code), res.Reason

@@ -32,6 +32,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,6 +154,13 @@ type Options struct {
 	// Other statements are answered as soon as they are durable.
 	WitnessFinality bool
 	WitnessTimeout  time.Duration
+	// ApprovalWebhook, when set, is a URL the server POSTs each newly held
+	// receipt to (DESIGN §7), signed with ApprovalWebhookSecret
+	// (X-Custody-Signature: sha256=<HMAC-SHA256 of the body>), retried
+	// with backoff, off the append path. Only the server that sequences
+	// the log sends.
+	ApprovalWebhook       string
+	ApprovalWebhookSecret []byte
 	// Leading, when set, says when this server leads the log (sequences
 	// it): true when it starts leading, false when it stops. The witness
 	// client runs only while it leads. Without it, it always leads (one
@@ -246,6 +254,7 @@ type Server struct {
 	cos        *cosign.Cosigner // nil without a witness policy
 	witnessErr error            // why the witness client could not start
 	restoreErr error            // why the stored witnessed checkpoint was refused (witness.go)
+	witnessing atomic.Bool      // the witness client runs (witness.go)
 
 	mu       sync.Mutex
 	draining bool          // guarded by mu: appends answer 503
@@ -290,6 +299,9 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		}
 	}
 	s.routes(reg)
+	if opts.ApprovalWebhook != "" {
+		s.startWebhook()
+	}
 	return s
 }
 
@@ -309,6 +321,8 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("GET /v1/workflows/{id}", s.getWorkflow)
 	m.HandleFunc("GET /v1/workflows/{id}/events", s.getEvents)
 	m.HandleFunc("GET /v1/keys/{keyid}/seq", s.getKeySeq)
+	m.HandleFunc("GET /v1/approvals", s.getApprovals)
+	m.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	m.HandleFunc("GET /v1/log", s.getLog)
 	m.HandleFunc("GET /checkpoint", s.getCheckpoint)
 	m.HandleFunc("GET /v1/checkpoint/witnessed", s.getWitnessed)

@@ -47,6 +47,7 @@ func (s *Server) RunWitnesses(ctx context.Context) error {
 		rctx, cancel = context.WithCancel(ctx)
 		done = make(chan struct{})
 		go func() { defer close(done); s.cos.Run(rctx) }()
+		s.witnessing.Store(true)
 		s.log.Info("witnesses: sending checkpoints", "policy", s.cos.Policy().String())
 	}
 	stopRun := func() {
@@ -56,6 +57,7 @@ func (s *Server) RunWitnesses(ctx context.Context) error {
 		cancel()
 		<-done
 		cancel = nil
+		s.witnessing.Store(false)
 	}
 	defer stopRun()
 	if leading == nil {
@@ -99,6 +101,11 @@ func (s *Server) restoreWitnessed() {
 		s.log.Info("witnesses: serving the witnessed checkpoint kept in the store", "size", w.Size, "cosigned_by", len(w.Evaluation.Signed))
 	}
 }
+
+// Witnessing reports whether this server sends its checkpoints to the
+// witnesses now: while it leads the log (Options.Leading), and never
+// once RunWitnesses has stopped the client.
+func (s *Server) Witnessing() bool { return s.witnessing.Load() }
 
 // WitnessRestoreError is why the witnessed checkpoint kept in the store
 // was refused at start (nil if it was served, or there was none).

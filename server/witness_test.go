@@ -267,8 +267,8 @@ func TestWitnessLeadership(t *testing.T) {
 		_, _, body := lg.Get("/checkpoint")
 		return p.Evaluate(body).Satisfied
 	}
-	time.Sleep(300 * time.Millisecond)
-	if cosigned() || lg.Server.WitnessStats().Answers != 0 {
+	// A follower never starts the witness client: nothing can be sent.
+	if lg.Server.Witnessing() || cosigned() || lg.Server.WitnessStats().Answers != 0 {
 		t.Fatal("a follower sent checkpoints to the witness")
 	}
 	leading <- true
@@ -279,12 +279,20 @@ func TestWitnessLeadership(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if !lg.Server.Witnessing() {
+		t.Fatal("the leader's checkpoint was cosigned, but Witnessing says the client is not running")
+	}
 	leading <- false
-	time.Sleep(100 * time.Millisecond) // the loop stops
+	// Stopping waits for the client to end: once Witnessing is false, no
+	// request can be in flight or sent.
+	for deadline := time.Now().Add(20 * time.Second); lg.Server.Witnessing(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the witness client still runs after leadership was lost")
+		}
+	}
 	answers := lg.Server.WitnessStats().Answers
 	lg.Principal("user:bob")
-	time.Sleep(300 * time.Millisecond)
-	if cosigned() || lg.Server.WitnessStats().Answers != answers {
+	if lg.Server.Witnessing() || cosigned() || lg.Server.WitnessStats().Answers != answers {
 		t.Fatal("a server that stopped leading still sent checkpoints to the witness")
 	}
 }

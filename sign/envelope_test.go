@@ -456,3 +456,26 @@ func writeFuzzSeed(t *testing.T, dir, name string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnvelopeErrorSaidOnce: a malformed envelope's error (what a 400
+// answer carries) states its cause once, not "invalid character 'j' at
+// byte 0: invalid character 'j' at byte 0".
+func TestEnvelopeErrorSaidOnce(t *testing.T) {
+	for _, in := range []string{"junk", `{"payloadType":1}`, `{"payload":"x"`} {
+		_, err := ParseEnvelope([]byte(in))
+		if err == nil {
+			t.Fatalf("%q parsed", in)
+		}
+		msg := err.Error()
+		parts := strings.Split(msg, ": ")
+		for k := 1; 2*k <= len(parts); k++ {
+			n := len(parts)
+			if strings.Join(parts[n-k:], ": ") == strings.Join(parts[n-2*k:n-k], ": ") {
+				t.Errorf("%q: the message repeats itself: %q", in, msg)
+			}
+		}
+		if !errors.Is(err, ErrEnvelope) {
+			t.Errorf("%q: %v is not ErrEnvelope", in, err)
+		}
+	}
+}

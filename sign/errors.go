@@ -1,6 +1,9 @@
 package sign
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Error codes. They are stable: the ledger reports them to submitters and
 // tests match on them.
@@ -37,7 +40,9 @@ func (e *Error) Error() string {
 		s += e.Field + ": "
 	}
 	s += e.Msg
-	if e.Err != nil {
+	// A cause that says what Field and Msg already say (canon's error,
+	// kept for errors.As) is not said twice.
+	if e.Err != nil && !strings.HasSuffix(s, e.Err.Error()) {
 		s += ": " + e.Err.Error()
 	}
 	return s

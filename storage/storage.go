@@ -16,6 +16,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -66,9 +67,56 @@ type Store interface {
 	// Location names the store for messages (a folder, or a URL without
 	// its password).
 	Location() string
+	// Capabilities declares the optional parts of the seam this store
+	// has; the ledger uses what it declares and nothing else.
+	Capabilities() Capabilities
 
 	Close() error
 }
+
+// Capabilities are the optional parts of the seam a store declares
+// (Store.Capabilities). A nil field is a capability the store has not
+// got; the ledger then does without it (one sequencer, polling, one
+// lookup per submission).
+type Capabilities struct {
+	// Lease: many servers share the store and one at a time sequences
+	// (PostgreSQL).
+	Lease Leaser
+	// Watch announces other servers' commits (PostgreSQL: LISTEN/NOTIFY).
+	Watch HeadWatcher
+	// Settle waits out a commit whose outcome is unknown.
+	Settle Settler
+	// Prefer lets a server prefer to sequence the log (serve --prefer).
+	Prefer Preferrer
+	// DedupBatch looks up a whole batch's dedup hashes in one round trip.
+	DedupBatch DedupBatcher
+	// Damaged, when set, reports what a read-write open would lose that
+	// the store holds (Badger: committed transactions past a cut in its
+	// write-ahead log, seen by a read-only open); empty when nothing.
+	Damaged func() []string
+	// Diagnose, when set, names what looks damaged in the store (files of
+	// a data folder), for the message of a store that failed its checks.
+	Diagnose func() []string
+}
+
+// OpenError is a store that could not be opened over what it holds (not
+// for want of a permission or of space): Files name what the driver found
+// wrong, so that the ledger can report the folder as damaged.
+type OpenError struct {
+	Dir   string
+	Err   error
+	Files []string
+}
+
+func (e *OpenError) Error() string {
+	s := fmt.Sprintf("opening the store in %s: %v", e.Dir, e.Err)
+	for _, f := range e.Files {
+		s += "; " + f
+	}
+	return s
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
 
 // Head is a committed tree head.
 type Head struct {

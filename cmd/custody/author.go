@@ -17,6 +17,7 @@ import (
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/scope"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -183,21 +184,23 @@ func (a *authoring) header(k statement.Kind) (statement.Header, error) {
 
 // decisionInfo is what an authoring command prints with --json.
 type decisionInfo struct {
-	Verdict        string   `json:"verdict"` // accepted, denied, refused, written
-	Kind           string   `json:"kind"`
-	ID             string   `json:"id"`
-	Seq            uint64   `json:"seq"`
-	Index          *uint64  `json:"index,omitempty"`
-	ReasonCode     string   `json:"reason_code,omitempty"`
-	Reason         string   `json:"reason,omitempty"`
-	Duplicate      bool     `json:"duplicate,omitempty"`
-	ScopeHash      string   `json:"scope_hash,omitempty"`
-	KeyID          string   `json:"keyid,omitempty"` // the key a PRINCIPAL binds, to compare
-	Notes          []string `json:"notes,omitempty"`
-	CheckpointSize uint64   `json:"checkpoint_size,omitempty"`
-	Checkpoint     string   `json:"checkpoint,omitempty"`
-	InclusionProof []string `json:"inclusion_proof,omitempty"`
-	File           string   `json:"file,omitempty"` // with --out
+	Verdict        string         `json:"verdict"`              // accepted, held, denied, refused, written
+	ExpiresAt      string         `json:"expires_at,omitempty"` // held: the approval deadline
+	Rules          []api.HoldRule `json:"rules,omitempty"`      // held: the rules it waits for
+	Kind           string         `json:"kind"`
+	ID             string         `json:"id"`
+	Seq            uint64         `json:"seq"`
+	Index          *uint64        `json:"index,omitempty"`
+	ReasonCode     string         `json:"reason_code,omitempty"`
+	Reason         string         `json:"reason,omitempty"`
+	Duplicate      bool           `json:"duplicate,omitempty"`
+	ScopeHash      string         `json:"scope_hash,omitempty"`
+	KeyID          string         `json:"keyid,omitempty"` // the key a PRINCIPAL binds, to compare
+	Notes          []string       `json:"notes,omitempty"`
+	CheckpointSize uint64         `json:"checkpoint_size,omitempty"`
+	Checkpoint     string         `json:"checkpoint,omitempty"`
+	InclusionProof []string       `json:"inclusion_proof,omitempty"`
+	File           string         `json:"file,omitempty"` // with --out
 }
 
 // finish seals, signs, and appends (or writes) st, and prints the outcome.
@@ -242,9 +245,20 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	out.Verdict, out.Index, out.ReasonCode, out.Reason = res.Verdict.String(), &idx, string(res.Code), res.Reason
 	out.Duplicate, out.Notes, out.CheckpointSize = res.Duplicate, res.Notes, res.Head.Size
 	out.Checkpoint, out.InclusionProof = string(res.Head.Checkpoint), hashStrings(res.Proof)
+	if res.Verdict == authority.Accepted && res.Hold != nil {
+		out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(res.Hold.ExpiresAt)
+		for _, r := range res.Hold.Rules {
+			out.Rules = append(out.Rules, api.HoldRule{Grant: r.Grant, RuleID: r.RuleID, Approvers: r.Approvers, Quorum: r.Quorum})
+		}
+	}
 	if a.c.Bool("json") {
 		if err := writeJSON(w, out); err != nil {
 			return err
+		}
+	} else if out.Verdict == "held" {
+		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", h.Type, safeText(st.ID()), res.Index, out.ExpiresAt, res.Head.Size)
+		for _, r := range out.Rules {
+			fmt.Fprintf(w, "needs: %d of %s (rule %s of %s)\n", r.Quorum, safeText(strings.Join(r.Approvers, ", ")), safeText(r.RuleID), safeText(r.Grant))
 		}
 	} else if res.Verdict == authority.Accepted {
 		dup := ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/demo"
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
@@ -68,7 +69,7 @@ Example:
 				lines = nil
 			}
 			start := time.Now()
-			rep, err := runDemo(ctx, dir, lines)
+			rep, err := demo.Run(ctx, dir, lines)
 			if c.Bool("json") && rep != nil {
 				if jerr := writeJSON(w, rep); jerr != nil && err == nil {
 					err = jerr
@@ -132,9 +133,12 @@ func versionCommand() *cli.Command {
 		Name:      "version",
 		Usage:     "print the version",
 		UsageText: "custody version [--json]",
-		Description: `Prints the version of custody, the commit it was built from (when the build
-stamped it: go build in a git checkout, with -buildvcs not false), and the
-Go toolchain that built it. custody-verify --version prints the same.
+		Description: `Prints the version of custody and the commit it was built from, as the Go
+toolchain recorded them (go install or go build in a git clone records the
+module version, like v0.0.0-20261127173153-2cfab5471c80, and the commit,
+unless -buildvcs=false is in effect: go install -buildvcs=true overrides
+it), and the Go toolchain that built it. custody-verify --version prints the
+same.
 
 Example:
 
@@ -149,6 +153,11 @@ Example:
 				return writeJSON(c.Root().Writer, info)
 			}
 			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", info, info.Go)
+			if err == nil && info.Version == "(devel)" && info.Revision == "" {
+				// Say why, rather than leave "(devel)" unexplained.
+				_, err = fmt.Fprintln(c.Root().Writer, "no version or commit was recorded in this build: it was built outside a git clone, or with -buildvcs=false (go env GOFLAGS);\n"+
+					"go install -buildvcs=true ./cmd/custody in a clone, or scripts/build.sh, records them")
+			}
 			return err
 		},
 	}

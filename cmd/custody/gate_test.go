@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/gate"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
@@ -83,19 +84,26 @@ func TestGateUnavailableAnswers(t *testing.T) {
 		args  []string
 		code  int
 		wants []string
+		up    []string
 	}{
+		{"upstream fails", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", cfg}, exitError,
+			[]string{"connecting to upstream sh", "/no/such/folder does not exist", "check the upstream command after --"}, []string{"sh", "-c", "echo Error: /no/such/folder does not exist >&2; exit 1"}},
 		{"relative config", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", "no/such/gate.json"}, exitUsage,
-			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}},
+			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}, nil},
 		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, exitUnavailable,
-			[]string{"reading grant confirm_g", "is running (custody serve)"}},
+			[]string{"reading grant confirm_g", "is running (custody serve)"}, nil},
 		{"wrong grant", []string{"--ledger", lg.URL, "--key", otherKey, "--grant", "confirm_g", "--config", cfg}, exitError,
-			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}},
+			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			var errb syncWriter
-			args := append(append([]string{"custody", "gate", "--log-key", vkey}, c.args...), "--", "true")
+			up := c.up
+			if up == nil {
+				up = []string{"true"}
+			}
+			args := append(append(append([]string{"custody", "gate", "--log-key", vkey}, c.args...), "--"), up...)
 			code := make(chan int, 1)
 			go func() { code <- runIO(context.Background(), args, inR, outW, &errb); outW.Close() }()
 			sc := bufio.NewScanner(outR)
@@ -152,3 +160,32 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncWriter) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestReadmeGateConfig: the README's gate configuration parses, and maps
+// every argument of the tools it names (the filesystem server's).
+func TestReadmeGateConfig(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "cat > gate.json <<'JSON'\n")
+	cfgText, _, ok2 := strings.Cut(rest, "\nJSON\n")
+	if !ok || !ok2 {
+		t.Fatal("README: no gate.json block")
+	}
+	cfg, err := gate.ParseConfig([]byte(cfgText))
+	if err != nil {
+		t.Fatalf("the README's gate.json: %v", err)
+	}
+	for tool, args := range map[string][]string{"write_file": {"path", "content"}, "edit_file": {"path", "edits", "dryRun"},
+		"move_file": {"source", "destination"}, "read_text_file": {"path", "head", "tail"}, "list_directory": {"path"}} {
+		for _, a := range args {
+			if r := cfg.Tools[tool]; r == nil || !r.Declared(a) {
+				t.Errorf("README gate.json: %s.%s is not declared", tool, a)
+			}
+		}
+	}
+	if !strings.Contains(string(data), `"--config", "/home/`) {
+		t.Error("README: the host configuration does not use absolute paths")
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
 
@@ -58,6 +59,13 @@ Example:
 				return err
 			}
 			out := c.String("out")
+			if name := c.String("name"); c.IsSet("name") {
+				// Checked here, where the name is first typed, not only
+				// when principal enroll or a grant would refuse it.
+				if err := scope.CheckIdentifier(name); err != nil {
+					return usage(c, "--name: %v: a principal or agent name is what principal enroll and --grantee take; nothing was written", err)
+				}
+			}
 			if !c.Bool("force") {
 				// Fail before asking for a passphrase.
 				if _, err := os.Lstat(out); err == nil {

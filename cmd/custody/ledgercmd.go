@@ -185,8 +185,9 @@ const maxLine = 4 << 20
 // appendLine is append's --json output for one envelope.
 type appendLine struct {
 	Line           int     `json:"line"`
-	Verdict        string  `json:"verdict"` // accepted, denied, refused
+	Verdict        string  `json:"verdict"` // accepted, held, denied, refused
 	Index          *uint64 `json:"index,omitempty"`
+	ExpiresAt      string  `json:"expires_at,omitempty"` // held: the approval deadline
 	ReasonCode     string  `json:"reason_code,omitempty"`
 	Reason         string  `json:"reason,omitempty"`
 	Duplicate      bool    `json:"duplicate,omitempty"`
@@ -200,9 +201,10 @@ func appendCommand() *cli.Command {
 		UsageText: "custody append --dir D [--parallel N] [--json] [FILE|-]",
 		Description: `Reads DSSE envelopes, one JSON document per line (blank lines are skipped),
 from FILE or standard input, submits them in order, and prints one line per
-envelope: "accepted 12", "denied 13 limit_exceeded: ..." (the ledger logged a
-DENIAL at index 13), or "refused: ..." (not logged: malformed, or no known
-signer). Each answer comes after the entry is durable under a signed
+envelope: "accepted 12", "held 12 until T" (a pending receipt an approval
+rule holds: logged, its step waits for people to approve it until T),
+"denied 13 limit_exceeded: ..." (the ledger logged a DENIAL at index 13), or
+"refused: ..." (not logged: malformed, or no known signer). Each answer comes after the entry is durable under a signed
 checkpoint. Exits 3 if any envelope was denied or refused.
 
 Envelopes are logged in input order, so each sees every earlier one; on a
@@ -376,6 +378,9 @@ func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.
 			idx := s.res.Index
 			out.Index, out.Verdict, out.Duplicate, out.CheckpointSize = &idx, s.res.Verdict.String(), s.res.Duplicate, s.res.Head.Size
 			out.ReasonCode, out.Reason = string(s.res.Code), s.res.Reason
+			if s.res.Verdict == authority.Accepted && s.res.Hold != nil {
+				out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(s.res.Hold.ExpiresAt)
+			}
 		case errors.As(s.err, &de):
 			out.Verdict, out.ReasonCode, out.Reason = "refused", string(de.Code), de.Reason
 		default:
@@ -385,7 +390,7 @@ func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.
 			}
 			continue
 		}
-		if out.Verdict != "accepted" {
+		if out.Verdict != "accepted" && out.Verdict != "held" {
 			bad++
 		}
 		if asJSON {
@@ -417,6 +422,8 @@ func appendText(o appendLine) string {
 	switch o.Verdict {
 	case "accepted":
 		return fmt.Sprintf("accepted %d%s", *o.Index, dup)
+	case "held":
+		return fmt.Sprintf("held %d until %s%s", *o.Index, o.ExpiresAt, dup)
 	case "denied":
 		return fmt.Sprintf("denied %d %s: %s%s", *o.Index, o.ReasonCode, safeText(o.Reason), dup)
 	default:

@@ -40,6 +40,8 @@ var wantLocations = map[string][]locKind{
 	"stop":              {locDir, locStore, locLedger},
 	"resume":            {locDir, locStore, locLedger},
 	"revoke":            {locDir, locStore, locLedger},
+	"approve":           {locDir, locStore, locLedger},
+	"approvals":         {locDir, locStore, locLedger},
 	"demo":              {locDir},
 	"audit":             {locDir, locStore, locTiles, locLedger},
 	"replay":            {locDir, locStore, locLedger, locBundle},

@@ -143,7 +143,8 @@ It prints:
 
 --json prints the whole report, --dot the authority tree for Graphviz
 (dot -Tsvg), and --html FILE writes one self-contained page (no scripts, no
-external requests) to attach to an incident ticket.
+external requests) to attach to an incident ticket, and prints only where
+it wrote it (with --json or --dot, those too).
 
 Exit codes: 0 ok (verified), 4 verification failed (the report is still
 printed), 1 error, 2 usage, 5 unavailable (the server could not be reached).
@@ -163,7 +164,7 @@ Example:
 			logKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			jsonFlag(),
 			&cli.BoolFlag{Name: "dot", Usage: "print the authority tree as a Graphviz digraph"},
-			&cli.StringFlag{Name: "html", Usage: "also write a self-contained HTML page to `FILE`", TakesFile: true},
+			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML page to `FILE` instead of the text report", TakesFile: true},
 			&cli.DurationFlag{Name: "clock-warn", Value: time.Minute, Usage: "flag statements whose timestamp is further than this from their logged time"},
 			policyFlag(),
 		},
@@ -210,11 +211,16 @@ Example:
 				err = writeJSON(w, rep)
 			case c.Bool("dot"):
 				_, err = w.Write(rep.DOT())
+			case c.String("html") != "":
+				// The page is the report asked for: one line says where
+				// it is, not the whole text report again.
+				state := "every entry verified"
+				if !rep.Verified {
+					state = "verification FAILED: the page marks what"
+				}
+				_, err = fmt.Fprintf(w, "wrote %s: the replay of workflow %s (%s)\n", safeText(c.String("html")), safeText(rep.Workflow), state)
 			default:
 				err = rep.WriteText(w, replay.TextOptions{Color: colorOK(w)})
-				if f := c.String("html"); f != "" && err == nil {
-					fmt.Fprintf(w, "\nwrote %s\n", f)
-				}
 			}
 			if err != nil {
 				return err

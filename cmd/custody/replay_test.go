@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/internal/demo"
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -29,7 +31,7 @@ func demoLedger(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "demo")
 	start, t0 := time.Now().UTC().Truncate(24*time.Hour).Add(10*time.Hour), time.Now()
 	clock := func() time.Time { return start.Add(time.Since(t0)) }
-	if _, err := runDemoAt(context.Background(), dir, nil, clock); err != nil {
+	if _, err := demo.RunAt(context.Background(), dir, nil, clock); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -190,10 +192,7 @@ func chromium(t *testing.T) string {
 		}
 	}
 	// Installing is the project's scripts' job, never a test's.
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is missing: .ci/run installs it with scripts/chromium.sh before the tests")
-	}
-	t.Skip("chromium is not installed (bash scripts/chromium.sh installs Debian's)")
+	testenv.Need(t, "chromium is not installed (bash scripts/chromium.sh installs Debian's; .ci/run runs it before the tests)")
 	return ""
 }
 

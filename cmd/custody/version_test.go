@@ -40,22 +40,47 @@ func TestOneVersionString(t *testing.T) {
 		t.Errorf("custody version --json: %s", out)
 	}
 
-	// The toolchain's stamp, where it can stamp: a .git folder (a git
-	// worktree has a .git file, which the go command does not follow).
-	if fi, err := os.Stat("../../.git"); err != nil || !fi.IsDir() {
-		t.Log("not a plain git checkout: the toolchain's VCS stamp is not checked here")
-		return
+	// The toolchain's stamp, as the README's install command gets it: in a
+	// clone of the repository (a git worktree has a .git file, which the
+	// go command does not follow), go install -buildvcs=true records the
+	// module version and the commit even where GOFLAGS says
+	// -buildvcs=false.
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is needed to check the version a clone's go install records")
+		}
+		t.Skip("no git")
 	}
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
-		t.Skipf("git: %v", err)
+		t.Fatalf("git rev-parse HEAD: %v", err)
 	}
-	out, err = exec.Command("go", "build", "-buildvcs=true", "-o", filepath.Join(bin, "stamped"), ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
+	clone := filepath.Join(t.TempDir(), "custody")
+	if out, err := exec.Command("git", "clone", "--quiet", "../..", clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
 	}
-	out, _ = exec.Command(filepath.Join(bin, "stamped"), "version", "--json").Output()
-	if !strings.Contains(string(out), `"revision": "`+strings.TrimSpace(string(head))+`"`) {
-		t.Errorf("go build -buildvcs=true: custody version --json has no revision %s:\n%s", head, out)
+	install := exec.Command("go", "install", "-buildvcs=true", "./cmd/custody")
+	install.Dir = clone
+	install.Env = append(os.Environ(), "GOBIN="+filepath.Join(bin, "gobin"), "GOFLAGS=-buildvcs=false")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install -buildvcs=true: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(filepath.Join(bin, "gobin", "custody"), "version", "--json").Output()
+	if !strings.Contains(string(out), `"revision": "`+strings.TrimSpace(string(head))+`"`) || !strings.Contains(string(out), `"version": "v0.0.0-`) {
+		t.Errorf("go install -buildvcs=true in a clone: custody version --json has no module version or revision %s:\n%s", head, out)
+	}
+	out, _ = exec.Command(filepath.Join(bin, "gobin", "custody"), "version").Output()
+	if strings.Contains(string(out), "(devel)") || !strings.Contains(string(out), strings.TrimSpace(string(head))[:12]) {
+		t.Errorf("custody version after go install: %q", out)
+	}
+
+	// A build that recorded nothing says why.
+	plain := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(bin, "plain"), ".")
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(filepath.Join(bin, "plain"), "version").Output()
+	if !strings.Contains(string(out), "(devel)") || !strings.Contains(string(out), "go install -buildvcs=true") {
+		t.Errorf("custody version of an unstamped build: %q", out)
 	}
 }

@@ -266,6 +266,8 @@ func runVerify(ctx context.Context, cmd *cli.Command, prog string) error {
 	}
 	if policy != nil && v.Valid {
 		verify.CheckWitnesses(v, checkpoint, policy)
+	} else if policy == nil {
+		v.Notes = append(v.Notes, UnwitnessedNote(checkpoint, v.Origin))
 	}
 	if loc := flagString(cmd, "tiles"); loc != "" && v.Valid {
 		if err := checkPublished(ctx, v, loc, vkey, checkpoint); err != nil {
@@ -273,6 +275,25 @@ func runVerify(ctx context.Context, cmd *cli.Command, prog string) error {
 		}
 	}
 	return emit(cmd, v)
+}
+
+// UnwitnessedNote says, for a verdict without --policy, that the
+// checkpoint's cosignature lines were not checked, and how many there
+// are: a valid verdict must not read as "witnessed".
+func UnwitnessedNote(checkpoint []byte, origin string) string {
+	n := 0
+	if _, sigs, ok := bytes.Cut(checkpoint, []byte("\n\n")); ok {
+		for _, line := range strings.Split(string(sigs), "\n") {
+			name, _, ok := strings.Cut(strings.TrimPrefix(line, "\u2014 "), " ")
+			if ok && strings.HasPrefix(line, "\u2014 ") && name != origin {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return "witness cosignatures not checked (no --policy): the checkpoint carries none"
+	}
+	return fmt.Sprintf("witness cosignatures not checked (no --policy): the checkpoint carries %d signature line(s) besides the log's, verified by nobody here; give --policy FILE to require a quorum", n)
 }
 
 // readPolicy reads --policy, if given.

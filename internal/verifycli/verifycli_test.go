@@ -67,7 +67,8 @@ func TestCommand(t *testing.T) {
 		err   []string // substrings of stderr
 	}{
 		{"valid bundle, key file", "", []string{f("receipt.bundle.json"), "--log-key", f("log.vkey")}, 0,
-			[]string{"custody verify: VALID", "subject    #6 RECEIPT r1 in workflow wf_9f3a", "ok   decisions re-run"}, nil},
+			[]string{"custody verify: VALID", "subject    #6 RECEIPT r1 in workflow wf_9f3a", "ok   decisions re-run",
+				"witness cosignatures not checked (no --policy): the checkpoint carries none"}, nil},
 		{"valid bundle, key string, flags first", "", []string{"--log-key", key, f("workflow.bundle.json")}, 0, []string{"VALID"}, nil},
 		{"key with surrounding space", "", []string{f("outcome.bundle.json"), "--log-key", " " + key + "\n"}, 0, []string{"VALID"}, nil},
 		{"denial bundle", "", []string{f("denial.bundle.json"), "--log-key", key}, 0, []string{"denial of RECEIPT r2 re-derived: limit_exceeded"}, nil},
@@ -96,7 +97,7 @@ func TestCommand(t *testing.T) {
 		{"no bundle", "", []string{"--log-key", key}, 2, nil, []string{"want one BUNDLE argument, got 0"}},
 		{"two bundles", "", []string{f("receipt.bundle.json"), f("outcome.bundle.json"), "--log-key", key}, 2, nil, []string{"got 2"}},
 		{"unknown flag", "", []string{f("receipt.bundle.json"), "--log-key", key, "--frobnicate"}, 2, nil, []string{"frobnicate"}},
-		{"help", "", []string{"--help"}, 0, []string{"Example:", "Exit status: 0 valid, 4 invalid, 1 unusable input, 2 usage error", "consistency"}, nil},
+		{"help", "", []string{"--help"}, 0, []string{"Example:", "Exit codes: 0 ok (valid), 4 verification failed (invalid)", "consistency"}, nil},
 		{"consistency help", "", []string{"consistency", "--help"}, 0, []string{"--proof FILE", "Example:"}, nil},
 	}
 	for _, tc := range cases {
@@ -169,5 +170,18 @@ func TestUnderCustody(t *testing.T) {
 		if r := runSub(t, tc.args...); r.code != tc.code {
 			t.Errorf("custody verify %q: exit %d, want %d\n%s%s", tc.args, r.code, tc.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestUnwitnessedNote: without --policy the verdict says the checkpoint's
+// cosignature lines were not checked, and counts them (the log's own
+// signature is not one).
+func TestUnwitnessedNote(t *testing.T) {
+	cp := "example.com/custody\n7\nAAAA\n\n\u2014 example.com/custody abc\n\u2014 witness.example/w1 def\n\u2014 witness.example/w2 ghi\n"
+	if got := verifycli.UnwitnessedNote([]byte(cp), "example.com/custody"); !strings.Contains(got, "carries 2 signature line(s) besides the log's") {
+		t.Errorf("two cosignatures: %q", got)
+	}
+	if got := verifycli.UnwitnessedNote([]byte("example.com/custody\n7\nAAAA\n\n\u2014 example.com/custody abc\n"), "example.com/custody"); !strings.Contains(got, "carries none") {
+		t.Errorf("none: %q", got)
 	}
 }

@@ -7,11 +7,11 @@
 package witnesstest
 
 import (
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/internal/witnessproc"
 )
 
@@ -32,10 +32,7 @@ func Bin(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
 	bin := witnessproc.DefaultBin(filepath.Join(filepath.Dir(file), "..", ".."))
 	if err := witnessproc.Missing(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	return bin
 }

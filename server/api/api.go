@@ -58,6 +58,10 @@ const MaxBody = 2 * 64 << 10
 const (
 	Accepted = "accepted"
 	Denied   = "denied"
+	// Held: a pending receipt an approval rule holds (DESIGN §7), answered
+	// with HTTP 202. It is durably logged and charged; its step runs only
+	// once people approve it.
+	Held = "held"
 )
 
 // AppendResponse answers POST /v1/entries once the decision is durable and
@@ -67,16 +71,20 @@ const (
 // InclusionProof proves Leaf at Index under Checkpoint, so a client can
 // check the answer with nothing but the log's verifier key.
 type AppendResponse struct {
-	Verdict        string   `json:"verdict"`
-	Index          uint64   `json:"index"`
-	DenialIndex    *uint64  `json:"denial_index,omitempty"` // denials: the DENIAL's index (= Index)
-	ReasonCode     string   `json:"reason_code,omitempty"`
-	Reason         string   `json:"reason,omitempty"`
-	Duplicate      bool     `json:"duplicate,omitempty"` // these exact bytes were decided before
-	Notes          []string `json:"notes,omitempty"`
-	Leaf           []byte   `json:"leaf"`
-	Checkpoint     string   `json:"checkpoint"`
-	InclusionProof []string `json:"inclusion_proof"`
+	Verdict     string   `json:"verdict"`
+	Index       uint64   `json:"index"`
+	DenialIndex *uint64  `json:"denial_index,omitempty"` // denials: the DENIAL's index (= Index)
+	ReasonCode  string   `json:"reason_code,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Duplicate   bool     `json:"duplicate,omitempty"` // these exact bytes were decided before
+	Notes       []string `json:"notes,omitempty"`
+	// ExpiresAt and Rules are set for a held receipt: its deadline (RFC
+	// 3339 UTC) and the approval rules it waits for.
+	ExpiresAt      string     `json:"expires_at,omitempty"`
+	Rules          []HoldRule `json:"rules,omitempty"`
+	Leaf           []byte     `json:"leaf"`
+	Checkpoint     string     `json:"checkpoint"`
+	InclusionProof []string   `json:"inclusion_proof"`
 }
 
 // BatchRequest is the body of POST /v1/entries/batch: envelopes decided
@@ -230,4 +238,67 @@ const (
 type Resume struct {
 	After  uint64 `json:"after"`
 	Reason string `json:"reason"`
+}
+
+// HoldRule is an approval rule a held receipt waits for: the grant that
+// carries it, its id, who may approve and how many must. ApprovedBy, in
+// GET /v1/approvals, names who has so far.
+type HoldRule struct {
+	Grant      string   `json:"grant"`
+	RuleID     string   `json:"rule_id"`
+	Approvers  []string `json:"approvers"`
+	Quorum     int64    `json:"quorum"`
+	ApprovedBy []string `json:"approved_by,omitempty"`
+}
+
+// Paths of the approval endpoints (also under /logs/NAME/).
+const (
+	PathApprovals = "/v1/approvals"
+	// MaxApprovalWait bounds GET /v1/approvals/{receipt_id}?wait=MS.
+	MaxApprovalWait = 60000
+)
+
+// HeldList answers GET /v1/approvals: the receipts held now.
+type HeldList struct {
+	Held []HeldReceipt `json:"held"`
+}
+
+// HeldReceipt is one held receipt and what it needs (DESIGN §7, Who sees
+// what): the exact statement (free text in it is the agent's), the rules
+// and who has approved under each, the chain of grants above it, and its
+// deadline.
+type HeldReceipt struct {
+	ReceiptID     string           `json:"receipt_id"`
+	Index         uint64           `json:"index"`
+	WorkflowID    string           `json:"workflow_id"`
+	StepID        string           `json:"step_id"`
+	Action        string           `json:"action"`
+	Target        string           `json:"target"`
+	Reserve       map[string]int64 `json:"reserve,omitempty"`
+	ParamsSHA256  string           `json:"params_sha256,omitempty"`
+	ReceiptSHA256 string           `json:"receipt_sha256"`
+	Actor         string           `json:"actor"`
+	ExpiresAt     string           `json:"expires_at"`
+	Rules         []HoldRule       `json:"rules"`
+	Chain         []string         `json:"chain"`
+	Statement     json.RawMessage  `json:"statement"`
+}
+
+// ApprovalState answers GET /v1/approvals/{receipt_id}: advisory only. A
+// runtime never runs a step on it; it verifies the APPROVALs itself.
+type ApprovalState struct {
+	ReceiptID string         `json:"receipt_id"`
+	Index     uint64         `json:"index"`
+	State     string         `json:"state"` // held, approved, rejected, expired, closed
+	ExpiresAt string         `json:"expires_at"`
+	Approvals []ApprovalItem `json:"approvals,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+}
+
+// ApprovalItem is one APPROVAL that answered a receipt.
+type ApprovalItem struct {
+	Index      uint64 `json:"index"`
+	ApprovalID string `json:"approval_id"`
+	Actor      string `json:"actor"`
+	Decision   string `json:"decision"`
 }

@@ -185,21 +185,7 @@ func Open(dir string, o Options) (*Store, error) {
 
 // OpenError is Open's error when Badger cannot open the database; Files
 // names the files that look damaged.
-type OpenError struct {
-	Dir   string
-	Err   error
-	Files []string
-}
-
-func (e *OpenError) Error() string {
-	s := fmt.Sprintf("opening Badger in %s: %v", e.Dir, e.Err)
-	for _, f := range e.Files {
-		s += "; " + f
-	}
-	return s
-}
-
-func (e *OpenError) Unwrap() error { return e.Err }
+type OpenError = storage.OpenError
 
 // Close closes the database (and removes a read-only store's scratch
 // copy).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/storage"
 )
 
@@ -95,18 +96,14 @@ func (w *watchers) close() {
 func (s *Store) WatchHead(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	s.watch.start(ctx, func(ctx context.Context) {
-		const first, most = 100 * time.Millisecond, 5 * time.Second
-		wait := first
+		wait := backoff.Backoff{First: 100 * time.Millisecond, Max: 5 * time.Second}
 		for {
 			if s.listen(ctx, ch) {
-				wait = first // it listened before it broke
+				wait.Reset() // it listened before it broke
 			}
-			select {
-			case <-ctx.Done():
+			if !wait.Wait(ctx) {
 				return
-			case <-time.After(wait):
 			}
-			wait = min(2*wait, most)
 		}
 	})
 	return ch

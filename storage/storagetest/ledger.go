@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/softauthn"
 	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -79,6 +82,50 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		if got := w.L.Head().Size - before; got != uint64(len(twice)/2) {
 			t.Fatalf("%d entries logged for %d new receipts sent twice and %d repeats", got, len(twice)/2, len(again))
 		}
+	})
+	t.Run("PasskeyStop", func(t *testing.T) {
+		// A principal's passkey (a second key of her name) stops her
+		// workflow: accepted, its (r, n−s) twin and a second assertion are
+		// repeats, the bundle verifies offline, and replay equals the state.
+		w := testlog.NewWorld(t, testlog.WorldOptions{Location: newLocation(t)})
+		sc := w.Standard()
+		au := w.Author
+		pk, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example.com", "https://custody.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := pk.Enrollment()
+		w.Accept(w.Admin, &statement.PrincipalDoc{Header: au.Header(w.Admin, statement.Principal), PrincipalID: "p_alice_phone",
+			Op: statement.OpAddKey, Name: sc.Alice.Name, KeyType: e.KeyType, PublicKey: e.PublicKey,
+			CredentialID: e.CredentialID, RPID: e.RPID, Origins: e.Origins})
+		g := testlog.NewGrant(sc.Booker, "wf_pk", []string{"t/pk"}, []string{"purchase"}, nil, nil, 3600)
+		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_pk", g))
+		stop := &statement.StopDoc{Header: statement.Header{Type: statement.Stop, Timestamp: statement.FormatTimestamp(w.Clock.Now()),
+			Log: au.Origin, Actor: sc.Alice.Name, Seq: 1}, RequestID: "stop_pk", Workflow: "wf_pk",
+			StopScope: statement.StopChain, TakeoverMode: statement.TakeoverHuman, Reason: "from a phone"}
+		payload, err := statement.Marshal(stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first uint64
+		for i := 0; i < 3; i++ {
+			env, err := pk.Sign("stop", payload, softauthn.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := env.Canonical()
+			res, err := w.L.Append(context.Background(), raw)
+			if err != nil || res.Verdict != authority.Accepted || res.Duplicate != (i > 0) || (i > 0 && res.Index != first) {
+				t.Fatalf("passkey STOP, assertion %d: %+v, %v", i, res, err)
+			}
+			first = res.Index
+		}
+		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_pk", "c_pk", "s1", "purchase", "t/pk", nil), authority.WorkflowStopped)
+		b := w.Prove(first, true)
+		if v, err := verify.VerifyBundle(b, w.VerifierKey()); err != nil || !v.Valid {
+			t.Fatalf("bundle of the passkey STOP: %+v, %v", v.Failure(), err)
+		}
+		ReplayEqualsState(t, w.L)
 	})
 	t.Run("ScenarioProofsReopenReplay", func(t *testing.T) {
 		loc := newLocation(t)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/storage"
 )
 
@@ -35,10 +36,7 @@ func PostgresServer(tb testing.TB) string {
 	tb.Helper()
 	u := os.Getenv(PostgresEnv)
 	if u == "" {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("%s is not set, and CI is: the PostgreSQL tests must run (start a server with scripts/postgres.sh start DIR)", PostgresEnv)
-		}
-		tb.Skipf("%s is not set (start a server with scripts/postgres.sh start DIR and export the URL it prints)", PostgresEnv)
+		testenv.Need(tb, "%s is not set (start a server with scripts/postgres.sh start DIR and export the URL it prints)", PostgresEnv)
 	}
 	return u
 }

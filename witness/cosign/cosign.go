@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/witness"
 )
@@ -126,7 +127,7 @@ type Cosigner struct {
 	running bool               // Run is running, guarded by mu
 	// target is the checkpoint every witness is asked to cosign this
 	// round, and targetAt when it became the target (pick), guarded by mu.
-	target   *record
+	target   uint64 // its size (records are replaced as they gather; 0: none)
 	targetAt time.Time
 	stats    Stats // guarded by mu
 
@@ -245,7 +246,9 @@ func (c *Cosigner) prune() {
 	for len(c.recs) > maxRecords {
 		oldest = ^uint64(0)
 		for size := range c.recs {
-			oldest = min(oldest, size)
+			if size != c.target { // the round's target gathers until it is met
+				oldest = min(oldest, size)
+			}
 		}
 		delete(c.recs, oldest)
 	}
@@ -402,42 +405,31 @@ func (c *Cosigner) next(ctx context.Context, p *peer) (*record, bool) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
-	backoff := time.Duration(0)
+	// After a failure the next request waits (250 ms, doubling up to
+	// MaxBackoff); after a success or a resync it goes at once.
+	retry := backoff.Backoff{First: 250 * time.Millisecond, Max: c.opts.MaxBackoff}
+	wait := time.Duration(0)
 	for {
 		r, ok := c.next(ctx, p)
 		if !ok {
 			return
 		}
-		if !sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
+		if !backoff.Sleep(ctx, time.Until(p.last.Add(c.opts.Interval))) {
 			return
 		}
-		if !sleep(ctx, backoff) {
+		if !backoff.Sleep(ctx, wait) {
 			return
 		}
 		for {
-			next, wait, moved, until := c.pick(p)
+			next, witnessed, moved, until := c.pick(p)
 			if next != nil {
 				r = next
 				break
 			}
 			t := time.NewTimer(time.Until(until))
 			select {
-			case <-wait:
+			case <-witnessed:
 			case <-moved:
 			case <-t.C:
 			case <-ctx.Done():
@@ -449,7 +441,7 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		if p.known && p.size > r.cp.Size {
 			// The witness holds a larger tree of this log than the log
 			// has: wait for the log to grow past it.
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 			continue
 		}
 		err := c.add(ctx, p, r)
@@ -459,12 +451,14 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 		var re *resync
 		switch {
 		case err == nil:
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		case errors.As(err, &re):
 			// Learnt the witness's size: ask again at once.
-			backoff = 0
+			retry.Reset()
+			wait = 0
 		default:
-			backoff = c.grow(backoff)
+			wait = retry.Next()
 		}
 	}
 }
@@ -481,27 +475,19 @@ func (c *Cosigner) runPeer(ctx context.Context, p *peer) {
 func (c *Cosigner) pick(p *peer) (r *record, wait, moved <-chan struct{}, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.target
-	if t == nil || c.recs[t.cp.Size] != t || (c.best != nil && c.best.cp.Size >= t.cp.Size) ||
-		time.Since(c.targetAt) > c.opts.Timeout {
-		c.target, c.targetAt = c.head, time.Now()
+	t := c.recs[c.target]
+	if t == nil || (c.best != nil && c.best.cp.Size >= t.cp.Size) || time.Since(c.targetAt) > c.opts.Timeout {
+		c.target, c.targetAt = c.head.cp.Size, time.Now()
 		t = c.head
 	}
 	done := p.known && (p.size > t.cp.Size || (p.size == t.cp.Size && p.root == t.cp.Root))
 	if !done {
 		return t, nil, nil, time.Time{}
 	}
-	if t != c.head && time.Since(c.targetAt) > c.opts.Timeout {
+	if t.cp.Size != c.head.cp.Size && time.Since(c.targetAt) > c.opts.Timeout {
 		return c.head, nil, nil, time.Time{}
 	}
 	return nil, c.bestCh, c.headCh, c.targetAt.Add(c.opts.Timeout + time.Millisecond)
-}
-
-func (c *Cosigner) grow(b time.Duration) time.Duration {
-	if b == 0 {
-		return 250 * time.Millisecond
-	}
-	return min(2*b, c.opts.MaxBackoff)
 }
 
 // resync is the error of a 409 that taught the witness's size.

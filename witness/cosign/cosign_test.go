@@ -88,13 +88,20 @@ type running struct {
 
 func start(t *testing.T, policy string, l cosign.Log) *running {
 	t.Helper()
+	return startEvery(t, policy, l, 0)
+}
+
+// startEvery is start with a least interval between two requests to a
+// witness (cosign.Options.Interval).
+func startEvery(t *testing.T, policy string, l cosign.Log, interval time.Duration) *running {
+	t.Helper()
 	p, err := witness.ParsePolicy([]byte(policy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	lb := &logBuffer{}
-	c, err := cosign.New(p, l, cosign.Options{Timeout: 5 * time.Second, Registerer: reg,
+	c, err := cosign.New(p, l, cosign.Options{Timeout: 5 * time.Second, Interval: interval, Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

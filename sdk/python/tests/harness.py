@@ -71,7 +71,7 @@ class Server:
             assert proc.stderr is not None
             for line in proc.stderr:
                 self.log.append(line)
-                m = re.search(r"msg=serving addr=127\.0\.0\.1:(\d+)", line)
+                m = re.search(r"msg=serving (?:log=\S+ )?addr=127\.0\.0\.1:(\d+)", line)
                 if m and not got.is_set():
                     self.port = int(m.group(1))
                     got.set()

@@ -76,7 +76,7 @@ async def test_tool_node_gates_calls(ledger: Ledger, aclient: custody.AsyncClien
     SENT.clear()
     alice = await ledger.principal("user:alice", aclient)
     rt, gid = await ledger.agent(alice, "agent:biller", "wf_lg", targets=["customers/acme"], capabilities=["invoice"], limits={"invoices": 5})
-    gate = ToolGate(rt, gid, RULES, bind_params=False)
+    gate = ToolGate(rt, gid, RULES, )
     graph = build(gate, [
         ai_calls(("send_invoice", {"customer": "acme", "amount": 100}, "t1"), ("send_invoice", {"customer": "globex", "amount": 5}, "t2")),
         ai_calls(("broken", {"customer": "acme"}, "t3"), ("delete_all", {}, "t4")),
@@ -99,7 +99,7 @@ async def test_stopped_workflow_refuses(ledger: Ledger, aclient: custody.AsyncCl
     alice = await ledger.principal("user:alice", aclient)
     rt, gid = await ledger.agent(alice, "agent:biller", "wf_lg_stop", targets=["customers/acme"], capabilities=["invoice"], limits={"invoices": 5})
     await alice.stop(workflow="wf_lg_stop", reason="audit")
-    gate = ToolGate(rt, gid, RULES, bind_params=False)
+    gate = ToolGate(rt, gid, RULES, )
     graph = build(gate, [ai_calls(("send_invoice", {"customer": "acme", "amount": 1}, "t1")), AIMessage(content="ok")])
     out = await graph.ainvoke({"messages": [HumanMessage("bill")]}, {"configurable": {"thread_id": "1"}})
     (m,) = tool_messages(out)

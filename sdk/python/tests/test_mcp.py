@@ -28,7 +28,7 @@ def text(res) -> str:
 async def test_call_tool_is_gated(ledger: Ledger, aclient: custody.AsyncClient, tmp_path: Path) -> None:
     alice = await ledger.principal("user:alice", aclient)
     rt, gid = await ledger.agent(alice, "agent:scribe", "wf_mcp", targets=["notes/*"], capabilities=["notes.write"], limits={"writes": 2})
-    gate = ToolGate(rt, gid, RULES, passthrough=["list_notes"], bind_params=False)
+    gate = ToolGate(rt, gid, RULES, passthrough=["list_notes"], )
     out = tmp_path / "notes.txt"
     params = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).parent / "mcp_server.py")],
                                    env={"MCP_TEST_OUT": str(out), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})

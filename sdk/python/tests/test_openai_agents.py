@@ -60,7 +60,7 @@ def tool_outputs(result) -> list[str]:
 async def test_gated_call_is_receipted(ledger: Ledger, aclient: custody.AsyncClient) -> None:
     BOOKED.clear()
     alice, rt, gid = await setup(ledger, aclient, "wf_oa")
-    gate = ToolGate(rt, gid, RULES, bind_params=False)
+    gate = ToolGate(rt, gid, RULES, )
     model = ScriptedModel([
         [function_call("book_flight", {"account": "acct_1", "flight": "LH400", "price_usd": 250}, call_id="c1")],
         [function_call("book_flight", {"account": "acct_2", "flight": "LH401", "price_usd": 250}, call_id="c2")],
@@ -91,7 +91,7 @@ async def test_stop_refuses_later_calls(ledger: Ledger, aclient: custody.AsyncCl
     BOOKED.clear()
     alice, rt, gid = await setup(ledger, aclient, "wf_oa_stop")
     await alice.stop(workflow="wf_oa_stop", reason="fraud suspected")
-    gate = ToolGate(rt, gid, RULES, bind_params=False)
+    gate = ToolGate(rt, gid, RULES, )
     model = ScriptedModel([
         [function_call("book_flight", {"account": "acct_1", "flight": "LH400", "price_usd": 250}, call_id="c1")],
         [assistant_message("stopped")],

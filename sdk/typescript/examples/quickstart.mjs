@@ -1,8 +1,8 @@
 // Quick start: paste into a file in a project that has
-// `npm install @custodylog/custody`, then run
+// the package installed (sdk/typescript/README.md says how), then run
 //
 //   CUSTODY_URL=http://127.0.0.1:8080 \
-//   CUSTODY_LOG_KEY="$(custody checkpoint --dir ./custody-data --key)" \
+//   CUSTODY_LOG_KEY="$(custody checkpoint --dir ./custody-data --verifier-key)" \
 //   CUSTODY_AGENT_KEY=./agent.key CUSTODY_GRANT=confirm_42c1 \
 //   node quickstart.mjs
 //

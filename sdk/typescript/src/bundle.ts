@@ -27,7 +27,8 @@
 import { createHash } from "node:crypto";
 import { canonicalize } from "./canonical.js";
 import { decodeBase64Strict, toHex } from "./encoding.js";
-import { parseEnvelope, verifyEnvelope } from "./envelope.js";
+import { BoundKey, parseEnvelope, verifyEnvelope } from "./envelope.js";
+import { parsePasskey } from "./passkey.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
 import { leafHash, verifyInclusion } from "./merkle.js";
 import { Checkpoint, KeySet, parseVerifierKey } from "./note.js";
@@ -156,10 +157,17 @@ export function verifyBundle(input: Bundle | string, verifierKeys: string): Bund
     // are the DENIAL key's: GENESIS's log key until an admin PRINCIPAL of
     // op log_key names a new one, from that index on (the old one retired
     // for good). No log-role key ever signs a submission.
-    const bound = new Map<string, Uint8Array>();
+    const bound = new Map<string, BoundKey>();
     const bind = (b64: string) => {
       const pub = parsePublicKey(b64);
       bound.set(sha256hex(pub), pub);
+    };
+    // A passkey (DESIGN §1) is checked by the one passkey check, with its
+    // enrolled rp_id and origins.
+    const bindPrincipal = (p: Principal) => {
+      if (p.key_type === undefined) return bind(p.public_key);
+      const pk = parsePasskey(p.key_type, p.public_key, p.rp_id ?? "", p.origins ?? []);
+      bound.set(pk.keyId, pk);
     };
     const logRole = new Set<string>([sha256hex(logPub)]);
     let denialKey = logPub;
@@ -167,7 +175,7 @@ export function verifyBundle(input: Bundle | string, verifierKeys: string): Bund
     const adminId = sha256hex(adminKey);
     for (const [i, r] of entries) {
       const st = r.statement;
-      let signer: Uint8Array | undefined;
+      let signer: BoundKey | undefined;
       const id = r.envelope.keyId;
       if (st.type === "GENESIS") {
         if (i !== 0) throw new Fail("genesis", `a second GENESIS at ${i}`);
@@ -183,7 +191,7 @@ export function verifyBundle(input: Bundle | string, verifierKeys: string): Bund
       if (!verifyEnvelope(r.envelope, signer)) throw new Fail("signature", `entry ${i} (${st.type}): the signature does not verify`);
       if (st.type === "PRINCIPAL") {
         const p = st as Principal;
-        if (p.op === "enroll") bind(p.public_key);
+        if (p.op === "enroll" || p.op === "add_key") bindPrincipal(p);
         if (p.op === "log_key") {
           if (p.name !== b.origin) throw new Fail("signature", `entry ${i}: a log_key statement names ${JSON.stringify(p.name)}, not the origin`);
           denialKey = parsePublicKey(p.public_key);

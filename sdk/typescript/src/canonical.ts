@@ -47,8 +47,13 @@ function isPlainObject(v: object): boolean {
   return p === Object.prototype || p === null;
 }
 
-/** Throws a CustodyFormatError naming the first place where value breaks the strict profile. */
-export function checkProfile(value: unknown, path = ""): void {
+/**
+ * Throws a CustodyFormatError naming the first place where value breaks
+ * the strict profile, including nesting deeper than MAX_DEPTH (depth is
+ * value's own depth, 0 at the top).
+ */
+export function checkProfile(value: unknown, path = "", depth = 0): void {
+  if (depth > MAX_DEPTH) fail(path, `nesting deeper than ${MAX_DEPTH}`);
   switch (typeof value) {
     case "string":
       if (hasLoneSurrogate(value)) fail(path, "string holds a lone surrogate (not valid UTF-8)");
@@ -74,7 +79,7 @@ export function checkProfile(value: unknown, path = ""): void {
     if (value.length === 0) fail(path, "an empty array is not allowed (omit the field)");
     for (let i = 0; i < value.length; i++) {
       if (value[i] === undefined) fail(`${path}[${i}]`, "undefined is not a JSON value");
-      checkProfile(value[i], `${path}[${i}]`);
+      checkProfile(value[i], `${path}[${i}]`, depth + 1);
     }
     return;
   }
@@ -86,7 +91,7 @@ export function checkProfile(value: unknown, path = ""): void {
     if (v === undefined) continue;
     const p = path ? `${path}.${k}` : k;
     if (hasLoneSurrogate(k)) fail(p, "member name holds a lone surrogate");
-    checkProfile(v, p);
+    checkProfile(v, p, depth + 1);
     n++;
   }
   if (n === 0) fail(path, "an empty object is not allowed (omit the field)");
@@ -111,10 +116,44 @@ export function canonicalBytes(value: unknown): Buffer {
 }
 
 /**
+ * MAX_DEPTH is how deep JSON may nest, as Go's canon package reads it: the
+ * top-level value is at depth 0 and a value deeper than 32 is refused, so
+ * at most 32 arrays or objects nest. custody's deepest document (a DENIAL
+ * leaf holding an envelope) nests 4.
+ */
+export const MAX_DEPTH = 32;
+
+/**
+ * checkDepth refuses text whose arrays and objects nest deeper than
+ * MAX_DEPTH, before it is parsed (so hostile input cannot exhaust the
+ * stack of the checks that walk the value).
+ */
+function checkDepth(text: string, what: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_DEPTH) {
+        throw new CustodyFormatError("non_canonical", "", `${what} nests deeper than ${MAX_DEPTH} (at character ${i})`);
+      }
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+}
+
+/**
  * parseCanonical reads bytes that must be canonical JSON under the strict
- * profile: valid UTF-8, and equal byte for byte to the canonical form of
- * what they parse to. Duplicate keys, numbers beyond 2^53-1, insignificant
- * whitespace and every other spelling of the same value fail that test.
+ * profile: valid UTF-8 without a byte order mark, nesting at most
+ * MAX_DEPTH deep, and equal byte for byte to the canonical form of what
+ * they parse to. Duplicate keys, numbers beyond 2^53-1, insignificant
+ * whitespace and every other spelling of the same value fail that test:
+ * the bytes Go's canon.Parse refuses.
  */
 export function parseCanonical(bytes: Uint8Array | string, what = "JSON"): unknown {
   let text: string;
@@ -122,11 +161,17 @@ export function parseCanonical(bytes: Uint8Array | string, what = "JSON"): unkno
     text = bytes;
   } else {
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      // ignoreBOM keeps a leading byte order mark in the text (the
+      // default drops it silently), so that it is refused below.
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
     } catch {
       throw new CustodyFormatError("non_canonical", "", `${what} is not valid UTF-8`);
     }
   }
+  if (text.charCodeAt(0) === 0xfeff) {
+    throw new CustodyFormatError("non_canonical", "", `${what} starts with a byte order mark (U+FEFF), which canonical JSON never has`);
+  }
+  checkDepth(text, what);
   let v: unknown;
   try {
     v = JSON.parse(text);

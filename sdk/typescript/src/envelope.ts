@@ -12,6 +12,7 @@ import { canonicalize } from "./canonical.js";
 import { CustodyFormatError } from "./errors.js";
 import { keyId, PrivateKey, verifySignature } from "./keys.js";
 import { decodeBase64Strict, isLowerHex64, toBase64, utf8 } from "./encoding.js";
+import { Assertion, isPasskeySig, parseAssertion, Passkey, verifyPasskey } from "./passkey.js";
 
 /** The nine statement kinds, as a statement's `type` spells them. */
 export const KINDS = ["GENESIS", "PRINCIPAL", "CONFIRM", "DELEGATE", "REVOKE", "RECEIPT", "STOP", "RESUME", "APPROVAL", "DENIAL"] as const;
@@ -43,7 +44,10 @@ export interface ParsedEnvelope {
   /** The raw statement bytes the signature covers. */
   payload: Uint8Array;
   keyId: string;
+  /** 64 bytes of Ed25519, or (longer) a passkey assertion object. */
   sig: Uint8Array;
+  /** The passkey assertion the sig holds, if it takes that form. */
+  assertion?: Assertion;
 }
 
 /** pae is DSSE v1's pre-authentication encoding. */
@@ -114,25 +118,53 @@ export function parseEnvelope(input: string | Uint8Array | Envelope): ParsedEnve
   } catch (e) {
     envErr("signatures[0].sig", (e as Error).message);
   }
-  if (sig.length !== 64) envErr("signatures[0].sig", `must decode to 64 bytes, got ${sig.length}`);
+  let assertion: Assertion | undefined;
+  if (isPasskeySig(sig)) assertion = parseAssertion(sig);
+  else if (sig.length !== 64) envErr("signatures[0].sig", `must decode to 64 bytes (Ed25519) or to a passkey assertion object, got ${sig.length} bytes`);
   const envelope: Envelope = { payloadType: env.payloadType as string, payload: env.payload as string, signatures: [{ keyid: s.keyid, sig: s.sig as string }] };
-  return { envelope, kind, payloadType: envelope.payloadType, payload, keyId: s.keyid, sig };
+  return { envelope, kind, payloadType: envelope.payloadType, payload, keyId: s.keyid, sig, ...(assertion ? { assertion } : {}) };
 }
 
-/** verifyEnvelope reports whether the envelope's one signature is by publicKey (and its keyid names it). */
-export function verifyEnvelope(p: ParsedEnvelope, publicKey: Uint8Array): boolean {
-  return keyId(publicKey) === p.keyId && verifySignature(publicKey, pae(p.payloadType, p.payload), p.sig);
+/** A key the log bound: an Ed25519 public key (32 bytes) or a passkey. */
+export type BoundKey = Uint8Array | Passkey;
+
+/**
+ * verifyEnvelope reports whether the envelope's one signature is by key (and
+ * its keyid names it): Ed25519 over PAE, or for a passkey the one passkey
+ * check (verifyPasskey). An Ed25519 signature never verifies under a
+ * passkey, nor an assertion under an Ed25519 key.
+ */
+export function verifyEnvelope(p: ParsedEnvelope, key: BoundKey): boolean {
+  if (key instanceof Uint8Array) {
+    return p.sig.length === 64 && keyId(key) === p.keyId && verifySignature(key, pae(p.payloadType, p.payload), p.sig);
+  }
+  try {
+    checkPasskeyEnvelope(p, key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** checkPasskeyEnvelope is verifyEnvelope for a passkey that throws a PasskeyError naming the field and the rule. */
+export function checkPasskeyEnvelope(p: ParsedEnvelope, key: Passkey): void {
+  if (!p.assertion) throw new CustodyFormatError("bad_signature", "signatures[0].sig", `key ${p.keyId.slice(0, 16)} is a passkey, and the sig is not a passkey assertion`);
+  verifyPasskey(key, p.keyId, pae(p.payloadType, p.payload), p.assertion);
 }
 
 /**
  * dedupHash is the ledger's identity of a submission: SHA-256 over
  * "custody/submission/v1\0" and the length-prefixed (uint64 big-endian)
  * payloadType, payload and signature bytes. Two envelopes with the same
- * dedupHash are the same submission.
+ * dedupHash are the same submission. For a passkey envelope the signature
+ * bytes are malleable and randomised, so its identity is
+ * "custody/submission-passkey/v1\0" over payloadType, payload and keyid
+ * (DESIGN §1).
  */
 export function dedupHash(p: ParsedEnvelope): string {
-  const h = createHash("sha256").update("custody/submission/v1\x00");
-  for (const part of [utf8(p.payloadType), p.payload, p.sig]) {
+  const passkey = isPasskeySig(p.sig);
+  const h = createHash("sha256").update(passkey ? "custody/submission-passkey/v1\x00" : "custody/submission/v1\x00");
+  for (const part of [utf8(p.payloadType), p.payload, passkey ? utf8(p.keyId) : p.sig]) {
     const n = Buffer.alloc(8);
     n.writeBigUInt64BE(BigInt(part.length));
     h.update(n).update(part);

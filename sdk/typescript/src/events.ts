@@ -5,10 +5,21 @@
  * Last-Event-ID = the last index it yielded, so the caller sees every entry
  * once, in log order, across reconnections and server restarts.
  */
-import type { Client } from "./client.js";
-import { checkEntry } from "./client.js";
+import { decodeBase64Strict, toBase64 } from "./encoding.js";
 import { HTTPError, UnverifiedError } from "./errors.js";
-import type { ReadLeaf } from "./leaf.js";
+import { parseLeaf, ReadLeaf } from "./leaf.js";
+import { leafHash } from "./merkle.js";
+
+/**
+ * What events() needs of a Client: its servers, the one it talks to now,
+ * and its fetch. A Client is one; this module does not import client.ts,
+ * which imports it.
+ */
+export interface StreamSource {
+  readonly servers: readonly string[];
+  readonly url: string;
+  readonly fetchFn: typeof fetch;
+}
 
 /** One leaf of the log as the read API serves it; `read` is what the SDK read from the leaf itself. */
 export interface Entry {
@@ -59,7 +70,7 @@ function wait(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** events is Client.events. */
-export async function* events(client: Client, workflow: string, opts: EventStreamOptions = {}): AsyncGenerator<Entry> {
+export async function* events(client: StreamSource, workflow: string, opts: EventStreamOptions = {}): AsyncGenerator<Entry> {
   let after = opts.after ?? 0;
   const idleMs = opts.idleTimeoutMs ?? 45000;
   const maxBackoff = opts.maxBackoffMs ?? 2000;
@@ -143,4 +154,28 @@ export async function* events(client: Client, workflow: string, opts: EventStrea
     await wait(backoff, opts.signal);
     backoff = Math.min(2 * backoff, maxBackoff);
   }
+}
+
+/**
+ * checkEntry checks an entry's leaf_hash against its leaf, reads the leaf,
+ * and replaces the server's decoded fields (kind, id, statement) by what
+ * the leaf says, so nothing but the leaf is trusted.
+ */
+export function checkEntry(e: Entry): Entry {
+  let leaf: Uint8Array;
+  try {
+    leaf = decodeBase64Strict(String(e.leaf));
+  } catch {
+    throw new UnverifiedError(`entry ${e.index}: the leaf is not base64`);
+  }
+  if (toBase64(leafHash(leaf)) !== e.leaf_hash) throw new UnverifiedError(`entry ${e.index}: leaf_hash is not the hash of its leaf`);
+  let read: ReadLeaf;
+  try {
+    read = parseLeaf(leaf);
+  } catch (err) {
+    throw new UnverifiedError(`entry ${e.index}: ${(err as Error).message}`);
+  }
+  if (read.envelope.kind !== e.kind) throw new UnverifiedError(`entry ${e.index}: kind ${e.kind}, the leaf holds a ${read.envelope.kind}`);
+  e.read = read;
+  return e;
 }

@@ -15,6 +15,7 @@ import { PrivateKey, parsePublicKey } from "./keys.js";
 import { parseVerifierKey } from "./note.js";
 import { ApprovalRule, checkIdentifier, checkLimits, deriveDescriptor, identifierProblem, parseTime, Scope, ScopeDescriptor, scopeHash } from "./scope.js";
 import { isLowerHex64, utf8 } from "./encoding.js";
+import { parsePasskey } from "./passkey.js";
 
 /** Fields every statement carries. */
 export interface Header {
@@ -43,10 +44,22 @@ export interface Principal extends Header {
   type: "PRINCIPAL";
   principal_id: string;
   /** log_key: the admin names a new DENIAL-signing key (name = the log's origin). */
-  op: "enroll" | "retire" | "log_key";
+  op: "enroll" | "add_key" | "retire" | "log_key";
   name: string;
+  /** Standard base64 of the raw Ed25519 key, or of a passkey's SPKI DER. */
   public_key: string;
+  /** A passkey (DESIGN §1): absent for an Ed25519 key. */
+  key_type?: "webauthn-es256" | "webauthn-ed25519";
+  credential_id?: string;
+  rp_id?: string;
+  origins?: string[];
+  /** What the passkey may sign (default APPROVAL, RESUME, STOP). */
+  allowed_types?: string[];
 }
+
+/** PASSKEY_KINDS may be listed in allowed_types; DEFAULT_ALLOWED_TYPES apply when it is absent. */
+export const PASSKEY_KINDS = ["APPROVAL", "CONFIRM", "RESUME", "REVOKE", "STOP"];
+export const DEFAULT_ALLOWED_TYPES = ["APPROVAL", "RESUME", "STOP"];
 
 export interface Grantee {
   name: string;
@@ -187,7 +200,7 @@ const HEADER = ["type", "timestamp", "log", "actor", "seq"];
 const GRANT = ["grantee", "scope", "limits", "ttl_seconds", "revocable", "scope_hash", "approvals"];
 const FIELDS: Record<Kind, string[]> = {
   GENESIS: [...HEADER, "genesis_id", "admin_key", "log_key", "max_depth", "clock_skew_seconds", "max_ttl_seconds"],
-  PRINCIPAL: [...HEADER, "principal_id", "op", "name", "public_key"],
+  PRINCIPAL: [...HEADER, "principal_id", "op", "name", "public_key", "key_type", "credential_id", "rp_id", "origins", "allowed_types"],
   CONFIRM: [...HEADER, "confirm_id", ...GRANT, "risk_level"],
   DELEGATE: [...HEADER, "delegation_id", "parent_ref", "parent_scope_hash", ...GRANT],
   REVOKE: [...HEADER, "revoke_id", "workflow_id", "target_ref", "reason"],
@@ -315,9 +328,35 @@ const RULES: Record<Kind, (o: Obj) => void> = {
   },
   PRINCIPAL(o) {
     ident(o, "principal_id");
-    oneOf(o, "op", ["enroll", "retire", "log_key"]);
+    oneOf(o, "op", ["enroll", "add_key", "retire", "log_key"]);
     ident(o, "name");
-    pubkey(o, "public_key");
+    if (o.key_type === undefined) {
+      pubkey(o, "public_key");
+      if (o.credential_id !== undefined || o.rp_id !== undefined || o.origins !== undefined || o.allowed_types !== undefined) {
+        invalid("key_type", "credential_id, rp_id, origins and allowed_types belong to a passkey; key_type is absent (an Ed25519 key)");
+      }
+      return;
+    }
+    const kt = str(o, "key_type");
+    if (kt !== "webauthn-es256" && kt !== "webauthn-ed25519") invalid("key_type", `${JSON.stringify(kt)} is not webauthn-es256 or webauthn-ed25519 (absent for an Ed25519 key)`);
+    if (o.op === "log_key") invalid("key_type", "the log's DENIAL key is an Ed25519 key, never a passkey");
+    try {
+      parsePasskey(kt, str(o, "public_key"), str(o, "rp_id"), o.origins as string[]);
+    } catch (e) {
+      if (e instanceof CustodyFormatError) invalid(e.path, e.message.slice(e.path.length + 2));
+      throw e;
+    }
+    const cid = str(o, "credential_id");
+    const raw = Buffer.from(cid, "base64");
+    if (raw.length === 0 || raw.length > 1023 || raw.toString("base64") !== cid) invalid("credential_id", "must be the canonical standard base64 of 1..1023 bytes (WebAuthn's limit)");
+    if (o.allowed_types !== undefined) {
+      const at = o.allowed_types;
+      if (!Array.isArray(at)) invalid("allowed_types", "must be an array");
+      at.forEach((t, i) => {
+        if (!PASSKEY_KINDS.includes(t as string)) invalid("allowed_types", `${JSON.stringify(t)} is not a kind a principal signs (${PASSKEY_KINDS.join(", ")})`);
+        if (i > 0 && !((at[i - 1] as string) < (t as string))) invalid("allowed_types", `must be sorted without repeats: ${JSON.stringify(t)} after ${JSON.stringify(at[i - 1])}`);
+      });
+    }
   },
   CONFIRM(o) {
     ident(o, "confirm_id");

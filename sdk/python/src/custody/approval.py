@@ -108,6 +108,8 @@ def decide(v: BundleVerdict, receipt_index: int, now: int) -> ApprovalState:
         name = v.principals.get(kid)
         if name is None or since.get(kid, 1 << 62) > trust_head:
             continue
+        if v.principal_retired.get(kid, 1 << 62) < i:
+            continue  # retired before this APPROVAL: it does not count
         at = parse_time(v.entries[i].leaf["logged_at"].split(".")[0].rstrip("Z") + "Z")
         if at is None or at >= deadline:
             continue

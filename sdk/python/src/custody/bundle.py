@@ -51,6 +51,8 @@ class BundleVerdict:
     principals: dict[str, str] = field(default_factory=dict)
     #: The index at which each principal key id was enrolled or added.
     principal_since: dict[str, int] = field(default_factory=dict)
+    #: The index at which each retired principal key id (by name: every key of the name) was retired.
+    principal_retired: dict[str, int] = field(default_factory=dict)
     not_checked: tuple[str, ...] = (
         "the ledger's decisions (authority, attenuation, depth, liveness, STOPs, budgets, DENIAL reasons)",
         "seq and ids across the whole log (custody audit)",
@@ -176,6 +178,10 @@ def verify_bundle(bundle: Union[dict, str, bytes], log_key: Union[str, KeySet]) 
                         bound[_sha(der)] = dict(st)
                         v.principals[_sha(der)] = st["name"]
                         v.principal_since[_sha(der)] = i
+                if op == "retire":
+                    for kid, nm in v.principals.items():
+                        if nm == st["name"]:
+                            v.principal_retired.setdefault(kid, i)
                 if op == "log_key":
                     if st["name"] != b["origin"]:
                         raise _Fail("signature", f"entry {i}: a log_key statement names {st['name']!r}, not the origin")

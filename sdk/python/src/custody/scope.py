@@ -20,6 +20,8 @@ from .errors import CustodyFormatError
 MAX_IDENTIFIER_LEN = 256
 SCOPE_HASH_PREFIX = b"custody/scope/v1\x00"
 _SEGMENT = re.compile(r"[A-Za-z0-9._:@+=-]")
+_IDENT = re.compile(r"[A-Za-z0-9._:@+=-]+(?:/[A-Za-z0-9._:@+=-]+)*")
+_DOTS = re.compile(r"(?:^|/)\.+(?:/|$)")
 
 
 def _nc(path: str, msg: str) -> CustodyFormatError:
@@ -30,6 +32,8 @@ def identifier_problem(s: Any) -> str:
     """Why s is not an identifier, or "" if it is one."""
     if not isinstance(s, str):
         return "is not a string"
+    if len(s) <= MAX_IDENTIFIER_LEN and _IDENT.fullmatch(s) and not _DOTS.search(s):
+        return ""  # the common case, at once; the loop below says why otherwise
     if not s:
         return "is empty"
     n = len(s.encode("utf-8", "surrogatepass"))
@@ -198,7 +202,68 @@ def format_time(t: Any = None) -> str:
     return f"{y:04d}-{m:02d}-{d:02d}T{rem // 3600:02d}:{rem % 3600 // 60:02d}:{rem % 60:02d}Z"
 
 
-_DESC_FIELDS = ("capabilities", "expires_at", "limits", "principals", "step_ids", "targets", "workflow_id")
+_DESC_FIELDS = ("approvals", "capabilities", "expires_at", "limits", "principals", "step_ids", "targets", "workflow_id")
+_RULE_FIELDS = ("above", "approvers", "capabilities", "quorum", "rule_id", "step_ids", "targets", "ttl_seconds")
+MAX_RULES, MAX_APPROVERS, MAX_QUORUM, MAX_RULE_TTL = 16, 16, 16, 86400
+
+
+def check_rule(r: Any) -> None:
+    """One approval rule (DESIGN §7), canonical and within bounds, as Go's scope.CheckRule."""
+    if not isinstance(r, Mapping):
+        raise CustodyFormatError("schema_invalid", "", "a rule is a JSON object")
+    for k in r:
+        if k not in _RULE_FIELDS:
+            raise CustodyFormatError("schema_invalid", k, f"unknown field {k!r} in an approval rule")
+    rid = r.get("rule_id")
+    prob = identifier_problem(rid)
+    if prob:
+        raise _nc("", f"rule_id {rid!r} {prob}")
+    above = r.get("above")
+    if above is not None:
+        if not isinstance(above, Mapping):
+            raise CustodyFormatError("schema_invalid", "", f"rule {rid!r}: above must be an object")
+        for k in sorted(above):
+            if identifier_problem(k):
+                raise _nc("", f"rule {rid!r}: above key {k!r} {identifier_problem(k)}")
+            v = above[k]
+            if type(v) is not int or not 0 <= v <= MAX_SAFE_INTEGER:
+                raise _nc("", f"rule {rid!r}: above {k!r} is {v!r}, outside 0..{MAX_SAFE_INTEGER}")
+        if not above:
+            raise _nc("", f"rule {rid!r}: above is an empty object; omit it instead")
+    check_set("approvers", r.get("approvers"), False)
+    if len(r["approvers"]) > MAX_APPROVERS:
+        raise CustodyFormatError("schema_invalid", "", f"rule {rid!r}: approvers holds {len(r['approvers'])} patterns, above {MAX_APPROVERS}")
+    check_set("capabilities", r.get("capabilities"), False)
+    q = r.get("quorum")
+    if type(q) is not int or not 1 <= q <= MAX_QUORUM:
+        raise CustodyFormatError("schema_invalid", "", f"rule {rid!r}: quorum {q!r} is outside 1..{MAX_QUORUM}")
+    check_set("step_ids", r.get("step_ids"), True)
+    check_set("targets", r.get("targets"), True)
+    t = r.get("ttl_seconds")
+    if type(t) is not int or not 1 <= t <= MAX_RULE_TTL:
+        raise CustodyFormatError("schema_invalid", "", f"rule {rid!r}: ttl_seconds {t!r} is outside 1..{MAX_RULE_TTL}")
+
+
+def check_rules(rules: Any) -> None:
+    """An approvals list: at most 16 rules, sorted by rule_id without repeats, each canonical."""
+    if rules is None:
+        return
+    if not isinstance(rules, (list, tuple)):
+        raise CustodyFormatError("schema_invalid", "approvals", "must be a list of rules")
+    if not rules:
+        raise _nc("approvals", "approvals is an empty list; omit it instead")
+    if len(rules) > MAX_RULES:
+        raise CustodyFormatError("schema_invalid", "approvals", f"approvals holds {len(rules)} rules, above the {MAX_RULES} a grant may carry")
+    for i, r in enumerate(rules):
+        try:
+            check_rule(r)
+        except CustodyFormatError as e:
+            p = f"approvals[{i}]" + (f".{e.path}" if e.path else "")
+            raise CustodyFormatError(e.code, p, e.detail) from None
+        if i and rules[i - 1]["rule_id"] >= r["rule_id"]:
+            if rules[i - 1]["rule_id"] == r["rule_id"]:
+                raise _nc("approvals", f"rule_id {r['rule_id']!r} appears twice; rule ids are unique in a grant")
+            raise _nc("approvals", f"rule_id {r['rule_id']!r} comes after {rules[i - 1]['rule_id']!r}; rules are written sorted by rule_id")
 
 
 def check_limits(path: str, m: Any, non_empty: bool) -> None:
@@ -224,6 +289,7 @@ def check_descriptor(d: Any) -> None:
     for k in d:
         if k not in _DESC_FIELDS:
             raise CustodyFormatError("schema_invalid", k, f"unknown field {k!r} in a scope descriptor")
+    check_rules(d.get("approvals"))
     check_set("capabilities", d.get("capabilities"), False)
     if parse_time(d.get("expires_at")) is None:
         raise _nc("expires_at", f"{d.get('expires_at')!r} is not an RFC 3339 UTC time with whole seconds, like 2026-03-19T08:27:00Z")
@@ -237,7 +303,8 @@ def check_descriptor(d: Any) -> None:
         raise _nc("workflow_id", f"workflow_id {d.get('workflow_id')!r} {prob}")
 
 
-def derive_descriptor(scope: Mapping[str, Any], limits: Optional[Mapping[str, int]], timestamp: str, ttl_seconds: Any) -> dict:
+def derive_descriptor(scope: Mapping[str, Any], limits: Optional[Mapping[str, int]], timestamp: str, ttl_seconds: Any,
+                      approvals: Optional[list] = None) -> dict:
     """A grant's scope descriptor: its scope's sets and workflow, its limits, expires_at = timestamp + ttl_seconds."""
     ts = parse_time(timestamp)
     if ts is None:
@@ -251,6 +318,8 @@ def derive_descriptor(scope: Mapping[str, Any], limits: Optional[Mapping[str, in
     d: dict[str, Any] = {"capabilities": scope.get("capabilities"), "expires_at": expires, "targets": scope.get("targets"), "workflow_id": scope.get("workflow_id")}
     if limits:
         d["limits"] = dict(limits)
+    if approvals is not None:
+        d["approvals"] = approvals
     if scope.get("principals") is not None:
         d["principals"] = scope["principals"]
     if scope.get("step_ids") is not None:

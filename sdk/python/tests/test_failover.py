@@ -1,0 +1,102 @@
+"""A Runtime given two server URLs of one log in PostgreSQL (two `custody serve
+--store` processes, each with its own HOME and XDG folders, as on separate
+machines) keeps its steps fail-closed through a leader kill: no step runs
+before its pending receipt is durable and verified, every step's outcome is
+recorded (through the follower once it takes the lease), and with both
+servers dead a step never runs.
+
+Needs CUSTODY_TEST_PG (scripts/python.sh starts a throwaway cluster); it
+skips without it on a dev machine, and fails in CI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import custody
+from conftest import require
+from harness import Server, run
+
+
+@pytest.fixture
+def pg_log():
+    store = os.environ.get("CUSTODY_TEST_PG", "")
+    require("CUSTODY_TEST_PG (a PostgreSQL cluster: scripts/python.sh starts one)", bool(store))
+    d = Path(tempfile.mkdtemp(prefix="custody-py-pg-"))
+    name = "py-" + os.urandom(4).hex()
+    envs = []
+    for who in ("init", "a", "b"):
+        env = dict(os.environ, HOME=str(d / who / "home"), XDG_CONFIG_HOME=str(d / who / "config"))
+        Path(env["HOME"]).mkdir(parents=True)
+        envs.append(env)
+    admin = d / "admin.key"
+    run("key", "generate", "--out", str(admin), env=envs[0])
+    info = json.loads(run("init", "--store", store, "--log", name, "--origin", f"example.com/{name}", "--admin-key", str(admin), "--json", env=envs[0]))
+    servers = [Server(["--store", store, "--log", name, "--lease-ttl", "2s"], env=env) for env in envs[1:]]
+    for s in servers:
+        s.start()
+    try:
+        yield info, servers, name, custody.load_private_key(admin.read_bytes())
+    finally:
+        for s in servers:
+            s.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+async def test_runtime_fails_closed_through_a_leader_kill(pg_log) -> None:
+    info, servers, name, admin_key = pg_log
+    leader = next(s for s in servers if any("role=leader" in line for line in s.log))
+    follower = next(s for s in servers if s is not leader)
+    urls = [f"{follower.url}/logs/{name}", f"{leader.url}/logs/{name}"]
+    c = custody.AsyncClient(urls, log_key=info["verifier_key"], failover_wait=30)
+    admin = custody.Runtime(c, admin_key, name=info["admin_name"])
+    alice_key, agent_key = custody.generate_key(), custody.generate_key()
+    await admin.append_or_raise({"type": "PRINCIPAL", "principal_id": "p_alice", "op": "enroll", "name": "user:alice",
+                                 "public_key": alice_key.public_key_base64})
+    assert c.url == urls[1], "the client follows the leader the follower named"
+    alice = custody.Runtime(c, alice_key, name="user:alice")
+    await alice.confirm(id="confirm_pg", workflow="wf_pg", grantee="agent:pg", grantee_key=agent_key.public_key,
+                        targets=["t/*"], capabilities=["act"], limits={"budget": 10}, ttl_seconds=600, revocable=True)
+    agent = custody.Runtime(c, agent_key, name="agent:pg")
+    # Reads through a client of its own, any server.
+    reader = custody.AsyncClient(list(reversed(urls)), log_key=info["verifier_key"])
+    ran: list[str] = []
+
+    async def step(ctx: custody.StepContext) -> None:
+        # Before it runs, the pending receipt is in the log (read back, verified).
+        e = await reader.statement(ctx.step.receipt_id or "")
+        assert e.statement["result"] == "pending"
+        ran.append(ctx.step.step_id)
+        if ctx.step.step_id == "s2":
+            leader.stop(signal.SIGKILL)  # the leader dies while the step runs: its outcome must still land
+
+    await agent.execute(custody.Step("s1", "act", "t/x", "confirm_pg", reserve={"budget": 1}), step)
+    ex2 = await agent.execute(custody.Step("s2", "act", "t/x", "confirm_pg", reserve={"budget": 1}), step)
+    assert ex2.outcome is not None and ex2.outcome.accepted
+    ex3 = await agent.execute(custody.Step("s3", "act", "t/x", "confirm_pg", reserve={"budget": 1}), step)
+    assert ex3.outcome is not None and ex3.outcome.accepted
+    assert c.url == urls[0]
+    assert ran == ["s1", "s2", "s3"]
+    wf = await reader.workflow("wf_pg")
+    receipts = [e.statement for e in wf if e.kind == "RECEIPT"]
+    pend = {r["receipt_id"] for r in receipts if r["result"] == "pending"}
+    done = {r["pending_ref"] for r in receipts if r["result"] != "pending"}
+    assert len(pend) == 3 and pend == done
+
+    # Both servers gone: the step never runs.
+    follower.stop(signal.SIGKILL)
+    quick = custody.AsyncClient(urls, log_key=info["verifier_key"], failover_wait=2, retries=1, timeout=2)
+    agent2 = custody.Runtime(quick, agent_key, name="agent:pg")
+    with pytest.raises(custody.NotExecutedError) as ne:
+        await agent2.execute(custody.Step("s4", "act", "t/x", "confirm_pg", reserve={"budget": 1}, workflow="wf_pg", scope_hash="0" * 64), step)
+    assert ne.value.reason_code == "ledger_unavailable"
+    assert ran == ["s1", "s2", "s3"]
+    for cl in (c, reader, quick):
+        await cl.aclose()
