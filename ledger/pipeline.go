@@ -476,6 +476,13 @@ func (l *Ledger) process(batch []*request) {
 	)
 	known := l.prefetchDedup(batch)
 	for i, req := range batch {
+		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+			// The lease was lost while this batch was being decided: each
+			// read of the rest would wait on a store this server may no
+			// longer reach. Its submitters go to the next leader.
+			l.fail(batch, answers, l.notLeader("it lost the lease while deciding"))
+			return
+		}
 		<-req.ready
 		a := &answers[i]
 		a.req, a.dupOf = req, -1
