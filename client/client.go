@@ -583,18 +583,6 @@ func (c *Client) OpenCheckpoint(text []byte) (merkle.Checkpoint, error) {
 	return c.openCheckpoint(string(text))
 }
 
-func parseHashes(in []string) ([]merkle.Hash, error) {
-	out := make([]merkle.Hash, len(in))
-	for i, s := range in {
-		h, err := merkle.ParseHash(s)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = h
-	}
-	return out, nil
-}
-
 // verifyLogSigned checks a DENIAL's signature: the log key GENESIS binds
 // signs DENIALs, and it is one of the keys the client holds.
 func (c *Client) verifyLogSigned(env *sign.Parsed) error {

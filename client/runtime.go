@@ -262,7 +262,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 	now := statement.FormatTimestamp(r.Now())
 	for _, q := range live {
 		h := q.st.Head()
-		h.Type = kindOf(q.st)
+		h.Type = statement.KindOf(q.st)
 		h.Timestamp = now
 		h.Log = r.c.Origin()
 		h.Actor = name
@@ -362,30 +362,6 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		r.mu.Unlock()
 	}
 	return requeue
-}
-
-func kindOf(st statement.Statement) statement.Kind {
-	switch st.(type) {
-	case *statement.GenesisDoc:
-		return statement.Genesis
-	case *statement.PrincipalDoc:
-		return statement.Principal
-	case *statement.ConfirmDoc:
-		return statement.Confirm
-	case *statement.DelegateDoc:
-		return statement.Delegate
-	case *statement.RevokeDoc:
-		return statement.Revoke
-	case *statement.ReceiptDoc:
-		return statement.Receipt
-	case *statement.StopDoc:
-		return statement.Stop
-	case *statement.ResumeDoc:
-		return statement.Resume
-	case *statement.ApprovalDoc:
-		return statement.Approval
-	}
-	return statement.Denial
 }
 
 // NewID returns a fresh statement id: <prefix>_<16 random hex digits>.

@@ -128,7 +128,6 @@ type Gate struct {
 	workflow  string
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
-	rules     []chainRule     // approval rules on the grant's chain
 
 	approvalWait time.Duration
 
@@ -154,6 +153,7 @@ type Gate struct {
 	progress map[string]*progressRoute  // guarded by mu: progress token -> agent session
 	calling  map[*mcp.ServerSession]int // guarded by mu: agent sessions with tool calls in flight
 	hidden   map[string]string          // guarded by mu: tool name -> why the gate does not offer it
+	hiddenBy map[string]string          // guarded by mu: tool name -> the upstream that offers it hidden
 
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
@@ -201,7 +201,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
 		inflight: map[*call]struct{}{}, progress: map[string]*progressRoute{}, calling: map[*mcp.ServerSession]int{},
 		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
-		hidden: map[string]string{}, metrics: newGateMetrics(),
+		hidden: map[string]string{}, hiddenBy: map[string]string{}, metrics: newGateMetrics(),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -324,9 +324,6 @@ func (g *Gate) readGrant(ctx context.Context) error {
 		for k := range gr.Limits {
 			g.inForce[k] = true
 		}
-		for _, r := range gr.Approvals {
-			g.rules = append(g.rules, chainRule{grant: id, rule: r})
-		}
 		id = ""
 		if d, ok := st.(*statement.DelegateDoc); ok {
 			id = d.ParentRef
@@ -412,7 +409,7 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if cr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && cr.Params != nil {
 			g.mu.Lock()
-			up, why := g.owner[cr.Params.Name], g.hidden[cr.Params.Name]
+			up, why, server := g.owner[cr.Params.Name], g.hidden[cr.Params.Name], g.hiddenBy[cr.Params.Name]
 			g.mu.Unlock()
 			if up == nil {
 				rf := &refusal{CodeUnmapped, fmt.Sprintf("no upstream server offers tool %q", cr.Params.Name)}
@@ -423,7 +420,7 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if r := g.cfg.Tools[cr.Params.Name]; r != nil {
 					capability = r.Capability
 				}
-				g.record(ctx, rf, "tool", cr.Params.Name, "", capability, true)
+				g.record(ctx, rf, "tool", cr.Params.Name, server, capability, true)
 				return refusalResult(rf), nil
 			}
 		}
@@ -1330,8 +1327,9 @@ func (g *Gate) hide(tool, why string, up *upstream) {
 	old := g.hidden[tool]
 	if why == "" {
 		delete(g.hidden, tool)
+		delete(g.hiddenBy, tool)
 	} else {
-		g.hidden[tool] = why
+		g.hidden[tool], g.hiddenBy[tool] = why, up.name
 	}
 	n := len(g.hidden)
 	g.mu.Unlock()

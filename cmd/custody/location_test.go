@@ -33,6 +33,7 @@ var wantLocations = map[string][]locKind{
 	"export":            {locDir, locStore},
 	"prove":             {locDir, locStore, locLedger},
 	"principal enroll":  {locDir, locStore, locLedger},
+	"principal add-key": {locDir, locStore, locLedger},
 	"principal retire":  {locDir, locStore, locLedger},
 	"confirm":           {locDir, locStore, locLedger},
 	"delegate":          {locDir, locStore, locLedger},

@@ -193,7 +193,7 @@ func newActor(name string) (*actor, error) {
 // a DELEGATE its parent's), signs it as a, appends it and records the
 // decision. want is "" for accepted, else the expected denial code.
 func (d *demo) step(say string, a *actor, want authority.Code, st statement.Statement, parent ...*statement.Grant) {
-	s := Step{Say: say, Kind: kindOf(st), ID: st.ID(), Actor: a.name, Want: "accepted"}
+	s := Step{Say: say, Kind: statement.KindOf(st), ID: st.ID(), Actor: a.name, Want: "accepted"}
 	if want != "" {
 		s.Want = string(want)
 	}
@@ -231,26 +231,6 @@ func (d *demo) step(say string, a *actor, want authority.Code, st statement.Stat
 		return
 	}
 	s.Verdict, s.Code, s.Reason, s.Index = res.Verdict.String(), string(res.Code), res.Reason, res.Index
-}
-
-func kindOf(st statement.Statement) statement.Kind {
-	switch st.(type) {
-	case *statement.PrincipalDoc:
-		return statement.Principal
-	case *statement.ConfirmDoc:
-		return statement.Confirm
-	case *statement.DelegateDoc:
-		return statement.Delegate
-	case *statement.ReceiptDoc:
-		return statement.Receipt
-	case *statement.StopDoc:
-		return statement.Stop
-	case *statement.ResumeDoc:
-		return statement.Resume
-	case *statement.RevokeDoc:
-		return statement.Revoke
-	}
-	return ""
 }
 
 // print writes one line per decision:

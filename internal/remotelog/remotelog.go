@@ -156,7 +156,7 @@ func (r *Log) InclusionProof(index, size uint64) ([]merkle.Hash, error) {
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	return parseHashList(p.Proof)
+	return merkle.ParseHashes(p.Proof)
 }
 
 func (r *Log) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
@@ -169,7 +169,7 @@ func (r *Log) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
 	if err != nil {
 		return nil, remoteErr(err)
 	}
-	return parseHashList(p.Proof)
+	return merkle.ParseHashes(p.Proof)
 }
 
 func (r *Log) RootAt(size uint64) (merkle.Hash, error) {
@@ -185,16 +185,4 @@ func (r *Log) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, error) 
 func (r *Log) TLogProof(index uint64) ([]byte, error) {
 	p, err := r.c.TLogProof(r.ctx, index)
 	return p, remoteErr(err)
-}
-
-func parseHashList(in []string) ([]merkle.Hash, error) {
-	out := make([]merkle.Hash, len(in))
-	for i, s := range in {
-		h, err := merkle.ParseHash(s)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = h
-	}
-	return out, nil
 }

@@ -151,3 +151,33 @@ async def test_langgraph_held_call_interrupts_and_resumes(ledger: Ledger, aclien
     (m,) = tool_messages(out)
     assert m.status != "error" and m.content == "sent 9 to acme"
     assert test_langgraph.SENT == ["acme:9"]
+
+
+async def test_mcp_held_call_waits(ledger: Ledger, aclient: custody.AsyncClient, tmp_path) -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from custody.integrations.mcp import GatedSession
+
+    alice, bob, carol, agent, gid = await held_setup(ledger, aclient, "wf_held_mcp", targets=["notes/*"], capabilities=["notes.write"],
+                                                     approvals=[dict(RULE, capabilities=["notes.write"], above={"writes": 0})],
+                                                     limits={"writes": 5})
+    gate = ToolGate(agent, gid, {"write_note": {"capability": "notes.write", "target": "notes/{name}", "reserve": {"writes": 1}}})
+    decisions = iter([True, False])  # approve the first call, reject the second
+    agent.hooks.on_held = lambda s, a: asyncio.get_running_loop().create_task(bob.approve(a.statement["receipt_id"], reject=not next(decisions)))
+    out = tmp_path / "notes.txt"
+    params = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).parent / "mcp_server.py")],
+                                   env={"MCP_TEST_OUT": str(out), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    async with stdio_client(params, errlog=open(tmp_path / "server.log", "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            gated = GatedSession(session, gate)
+            ok = await gated.call_tool("write_note", {"name": "a", "text": "approved"})
+            assert not ok.is_error
+            no = await gated.call_tool("write_note", {"name": "b", "text": "rejected"})
+            assert no.is_error and " ".join(c.text for c in no.content).startswith("approval_rejected: ")
+    assert out.read_text() == "a=approved\n"
