@@ -446,6 +446,12 @@ func (a *auditor) replayBatch(b batch) {
 			if strings.HasPrefix(n, "consumed ") {
 				check = "overrun"
 			}
+			if strings.HasPrefix(n, "violation: ") {
+				// An outcome of a held step not approved when it was
+				// logged, or consuming above a rule it did not reserve
+				// enough to meet (DESIGN §7).
+				check, n = "approval", strings.TrimPrefix(n, "violation: ")
+			}
 			a.flag(Finding{Check: check, Index: at(index), Detail: n})
 		}
 	}

@@ -665,3 +665,15 @@ func (e *Engine) enrolledAt(name string) uint64 {
 	}
 	return 0
 }
+
+// ClosedSince reports whether a STOP covering a held receipt's step, a
+// REVOKE or a retirement on its chain has landed since it was held,
+// approved or not, and names it: a runtime about to run an approved step
+// checks this against a fresh checkpoint (DESIGN §7).
+func (e *Engine) ClosedSince(p *PendingRec) (string, bool) {
+	if p == nil || p.Hold == nil {
+		return "", false
+	}
+	_, what, ok := e.closedAt(p)
+	return what, ok
+}

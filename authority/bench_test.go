@@ -10,7 +10,22 @@ import (
 )
 
 // benchChain is a log with a depth-3 chain whose budget never runs out.
-func benchChain(b testing.TB) *harness {
+func benchChain(b testing.TB) *harness { return benchChainRules(b, false) }
+
+// benchRules are approval rules that never hold the bench's receipts
+// (they reserve 3 usd): every receipt is still checked against them.
+func benchRules(prefix string) []any {
+	var out []any
+	for i, caps := range [][]string{{"purchase"}, {"purchase", "refund"}, {"refund"}} {
+		out = append(out, obj{"rule_id": prefix + itoa(i), "capabilities": caps, "targets": []string{"shop/*"},
+			"above": obj{"usd": 1000}, "approvers": []string{"principal:alice", "principal:finance/*"}, "quorum": 2, "ttl_seconds": 900})
+	}
+	return out
+}
+
+// benchChainRules is benchChain, with three approval rules on each of its
+// three grants when rules is set.
+func benchChainRules(b testing.TB, rules bool) *harness {
 	h := newHarness(b)
 	h.genesis(nil)
 	h.submit("admin", statement.Principal, obj{"principal_id": "p-alice", "key": "principal:alice"}, opts{})
@@ -18,12 +33,37 @@ func benchChain(b testing.TB) *harness {
 	h.submit("principal:alice", statement.Confirm, obj{"confirm_id": "c1", "grantee": "agent:acme/root",
 		"scope":  obj{"workflow_id": "wf1", "capabilities": []string{"purchase", "refund"}, "targets": []string{"shop/*"}},
 		"limits": obj{"usd": max, "items": max}, "ttl_seconds": 2592000}, opts{})
-	h.submit("agent:acme/root", statement.Delegate, obj{"delegation_id": "d1", "parent_ref": "c1", "grantee": "agent:acme/coord",
+	c1 := h.e.Grant("c1")
+	if c1 == nil {
+		b.Fatal("no c1")
+	}
+	if rules {
+		// The same grants with rules, in a workflow of their own.
+		h.submit("principal:alice", statement.Confirm, obj{"confirm_id": "c1r", "grantee": "agent:acme/root",
+			"scope":  obj{"workflow_id": "wf1r", "capabilities": []string{"purchase", "refund"}, "targets": []string{"shop/*"}},
+			"limits": obj{"usd": max, "items": max}, "ttl_seconds": 2592000, "approvals": benchRules("a")}, opts{})
+	}
+	withRules := func(o obj, prefix string) obj {
+		if rules {
+			o["approvals"] = benchRules(prefix)
+			o["parent_ref"] = o["parent_ref"].(string) + "r"
+			o["delegation_id"] = o["delegation_id"].(string) + "r"
+		}
+		return o
+	}
+	h.submit("agent:acme/root", statement.Delegate, withRules(obj{"delegation_id": "d1", "parent_ref": "c1", "grantee": "agent:acme/coord",
 		"scope": obj{"capabilities": []string{"purchase"}, "targets": []string{"shop/*"}}, "limits": obj{"usd": max, "items": max},
-		"ttl_seconds": 2592000 - 10}, opts{})
-	d := h.submit("agent:acme/coord", statement.Delegate, obj{"delegation_id": "d2", "parent_ref": "d1", "grantee": "agent:acme/exec",
+		"ttl_seconds": 2592000 - 10}, "b"), opts{})
+	d := h.submit("agent:acme/coord", statement.Delegate, withRules(obj{"delegation_id": "d2", "parent_ref": "d1", "grantee": "agent:acme/exec",
 		"scope": obj{"capabilities": []string{"purchase"}, "targets": []string{"shop/books/*"}}, "limits": obj{"usd": max, "items": max},
-		"ttl_seconds": 2592000 - 20}, opts{})
+		"ttl_seconds": 2592000 - 20}, "c"), opts{})
+	if rules {
+		if d.Verdict != authority.Accepted {
+			b.Fatalf("chain with rules: %s %s", d.Code, d.Reason)
+		}
+		h.advance(time.Second)
+		return h
+	}
 	if d.Verdict != authority.Accepted || h.e.Grant("d2").Depth != 3 {
 		b.Fatalf("chain: %s %s", d.Code, d.Reason)
 	}
@@ -34,17 +74,21 @@ func benchChain(b testing.TB) *harness {
 // receiptPairs signs n pending receipts and their outcomes, the i-th pair
 // to be decided at base + 2i ms and base + (2i+1) ms.
 func receiptPairs(b *testing.B, h *harness, n int) []*sign.Parsed {
+	return receiptPairsUnder(b, h, n, "d2", "wf1")
+}
+
+func receiptPairsUnder(b *testing.B, h *harness, n int, grant, wf string) []*sign.Parsed {
 	exec := keyFor("agent:acme/exec")
 	seq := h.e.NextSeq(exec.KID)
-	hash := h.e.Grant("d2").ScopeHash
+	hash := h.e.Grant(grant).ScopeHash
 	out := make([]*sign.Parsed, 0, 2*n)
 	for i := range n {
 		for j, result := range []string{"pending", "success"} {
 			at := h.now.Add(time.Duration(2*i+j) * time.Millisecond)
 			r := &statement.ReceiptDoc{Header: statement.Header{Type: statement.Receipt, Timestamp: statement.FormatTimestamp(at),
 				Log: testOrigin, Actor: "agent:acme/exec", Seq: seq},
-				ReceiptID: "r" + itoa(i), Workflow: "wf1", StepID: "step_1", Action: "purchase", Target: "shop/books/1",
-				AuthorizationRef: "d2", Result: result, ScopeHash: hash}
+				ReceiptID: "r" + itoa(i), Workflow: wf, StepID: "step_1", Action: "purchase", Target: "shop/books/1",
+				AuthorizationRef: grant, Result: result, ScopeHash: hash}
 			if result == "pending" {
 				r.Reserve = map[string]int64{"usd": 3, "items": 1}
 			} else {
@@ -237,5 +281,40 @@ func BenchmarkPendingAfterHistory(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkDecideWithRules decides the pairs of BenchmarkDecideReceipt
+// ("commit256") under the same chain without approval rules ("none") and
+// with three rules on each of its three grants that never hold these
+// receipts ("rules"): what approval rules add to an authorised append's
+// decision (each rule in force is matched against every pending receipt).
+func BenchmarkDecideWithRules(b *testing.B) {
+	for _, rules := range []bool{false, true} {
+		name, grant, wf := "none", "d2", "wf1"
+		if rules {
+			name, grant, wf = "rules", "d2r", "wf1r"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := benchChainRules(b, rules)
+			envs := receiptPairsUnder(b, h, (b.N+1)/2, grant, wf)
+			e, store := h.e, h.store
+			index, base := h.index, h.now
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				at := base.Add(time.Duration(i) * time.Millisecond)
+				d := e.Decide(authority.Submission{Env: envs[i], Verified: true}, index, at)
+				if d.Verdict != authority.Accepted || d.Hold != nil {
+					b.Fatalf("decision %d: %s %s (held %v)", i, d.Code, d.Reason, d.Hold != nil)
+				}
+				e.Link(index, at, d.Statement)
+				index++
+				if i%256 == 255 {
+					e.Dirty(func(k string, v []byte) { store[k] = v })
+					e.Committed()
+				}
+			}
+		})
 	}
 }

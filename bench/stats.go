@@ -14,15 +14,18 @@ import (
 
 // percentiles returns the 50th and 99th percentiles of d in milliseconds.
 func percentiles(d []time.Duration) (p50, p99 float64) {
-	if len(d) == 0 {
-		return 0, 0
-	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	at := func(q float64) float64 {
-		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
+	return percentile(s, 0.50), percentile(s, 0.99)
+}
+
+// percentile returns the q-th quantile (0..1; 1 is the largest) of the
+// sorted durations s in milliseconds, 0 when s is empty.
+func percentile(s []time.Duration, q float64) float64 {
+	if len(s) == 0 {
+		return 0
 	}
-	return at(0.50), at(0.99)
+	return float64(s[min(len(s)-1, int(q*float64(len(s))))].Microseconds()) / 1000
 }
 
 // PeakRSSMiB returns this process's peak resident set (VmHWM in

@@ -255,7 +255,7 @@ func (c *Client) verifyAnswer(ctx context.Context, doc *api.AppendResponse, own 
 	if doc.Index >= cp.Size {
 		return nil, unverified("index %d is not under the checkpoint of size %d", doc.Index, cp.Size)
 	}
-	proof, err := parseHashes(doc.InclusionProof)
+	proof, err := merkle.ParseHashes(doc.InclusionProof)
 	if err != nil {
 		return nil, unverified("inclusion proof: %v", err)
 	}

@@ -266,7 +266,9 @@ func httpError(resp *http.Response) error {
 
 // get fetches path and returns the body of a 200 answer (at most limit
 // bytes). With several servers, a transport failure or a 503 moves on to
-// the next one, once round the list.
+// the next one, once round the list, and so does a server that gives no
+// answer in Options.StallWait and does not answer /readyz either (frozen
+// or cut off).
 func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, error) {
 	var resp *http.Response
 	for attempt := 0; ; attempt++ {
@@ -275,8 +277,12 @@ func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, err
 		if err != nil {
 			return nil, err
 		}
-		resp, err = c.hc.Do(req)
 		last := attempt+1 >= len(c.bases) || ctx.Err() != nil
+		if last {
+			resp, err = c.hc.Do(req)
+		} else {
+			resp, err = c.unlessFrozen(ctx, req, i)
+		}
 		if err != nil {
 			if last {
 				return nil, fmt.Errorf("ledger server: %w", err)
@@ -441,6 +447,57 @@ func (c *Client) watch(ctx context.Context, req *http.Request, i int) (*http.Res
 	}
 }
 
+// unlessFrozen sends a read to server i; every Options.StallWait without
+// an answer it asks server i's /readyz, and gives up on the read if that
+// gets no answer in StallWait either. A slow read on a live server is
+// left alone.
+func (c *Client) unlessFrozen(ctx context.Context, req *http.Request, i int) (*http.Response, error) {
+	if c.opts.StallWait < 0 {
+		return c.hc.Do(req)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.hc.Do(req.WithContext(actx))
+		done <- result{resp, err}
+	}()
+	t := time.NewTimer(c.opts.StallWait)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				cancel()
+				return nil, r.err
+			}
+			r.resp.Body = &cancelBody{ReadCloser: r.resp.Body, cancel: cancel}
+			return r.resp, nil
+		case <-t.C:
+			pctx, pcancel := context.WithTimeout(actx, c.opts.StallWait)
+			preq, _ := http.NewRequestWithContext(pctx, http.MethodGet, c.bases[i]+"/readyz", nil)
+			presp, err := c.hc.Do(preq)
+			if err == nil {
+				presp.Body.Close()
+			}
+			pcancel()
+			if err != nil && ctx.Err() == nil {
+				cancel()
+				go func() {
+					if r := <-done; r.resp != nil {
+						r.resp.Body.Close()
+					}
+				}()
+				return nil, fmt.Errorf("%s gives no answer (frozen or cut off): %w", c.bases[i], err)
+			}
+			t.Reset(c.opts.StallWait)
+		}
+	}
+}
+
 // cancelBody ends a request's context once its body is closed.
 type cancelBody struct {
 	io.ReadCloser
@@ -524,18 +581,6 @@ func (c *Client) openCheckpoint(text string) (merkle.Checkpoint, error) {
 // returns its content.
 func (c *Client) OpenCheckpoint(text []byte) (merkle.Checkpoint, error) {
 	return c.openCheckpoint(string(text))
-}
-
-func parseHashes(in []string) ([]merkle.Hash, error) {
-	out := make([]merkle.Hash, len(in))
-	for i, s := range in {
-		h, err := merkle.ParseHash(s)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = h
-	}
-	return out, nil
 }
 
 // verifyLogSigned checks a DENIAL's signature: the log key GENESIS binds

@@ -80,7 +80,7 @@ func (c *Client) Inclusion(ctx context.Context, index, size uint64) (*api.Inclus
 	if err := c.getJSON(ctx, api.PathInclusion+q, &out); err != nil {
 		return nil, err
 	}
-	proof, err := parseHashes(out.Proof)
+	proof, err := merkle.ParseHashes(out.Proof)
 	if err != nil {
 		return nil, unverified("inclusion proof: %v", err)
 	}
@@ -115,7 +115,7 @@ func (c *Client) Consistency(ctx context.Context, from, to uint64) (*api.Consist
 	if err := c.getJSON(ctx, api.PathConsistency+q, &out); err != nil {
 		return nil, err
 	}
-	proof, err := parseHashes(out.Proof)
+	proof, err := merkle.ParseHashes(out.Proof)
 	if err != nil {
 		return nil, unverified("consistency proof: %v", err)
 	}

@@ -44,6 +44,12 @@ type Hooks struct {
 	// EmitReceipt sees every verified answer this runtime gets from the
 	// ledger, accepted or denied, to ship it to an audit sink.
 	EmitReceipt func(ctx context.Context, r *Receipt)
+	// OnHeld sees a step's pending receipt held for approval (DESIGN
+	// §7): r.Rules say who must approve, r.ExpiresAt until when.
+	OnHeld func(ctx context.Context, s Step, r *Receipt)
+	// OnApprovalProgress sees the server's advisory view of a held step
+	// each time it changes while Execute waits.
+	OnApprovalProgress func(ctx context.Context, s Step, st api.ApprovalState)
 }
 
 // Runtime is an agent (or person) with a key and a name, writing to one
@@ -256,7 +262,7 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 	now := statement.FormatTimestamp(r.Now())
 	for _, q := range live {
 		h := q.st.Head()
-		h.Type = kindOf(q.st)
+		h.Type = statement.KindOf(q.st)
 		h.Timestamp = now
 		h.Log = r.c.Origin()
 		h.Actor = name
@@ -356,30 +362,6 @@ func (r *Runtime) send(round []*appendReq) (requeue []*appendReq) {
 		r.mu.Unlock()
 	}
 	return requeue
-}
-
-func kindOf(st statement.Statement) statement.Kind {
-	switch st.(type) {
-	case *statement.GenesisDoc:
-		return statement.Genesis
-	case *statement.PrincipalDoc:
-		return statement.Principal
-	case *statement.ConfirmDoc:
-		return statement.Confirm
-	case *statement.DelegateDoc:
-		return statement.Delegate
-	case *statement.RevokeDoc:
-		return statement.Revoke
-	case *statement.ReceiptDoc:
-		return statement.Receipt
-	case *statement.StopDoc:
-		return statement.Stop
-	case *statement.ResumeDoc:
-		return statement.Resume
-	case *statement.ApprovalDoc:
-		return statement.Approval
-	}
-	return statement.Denial
 }
 
 // NewID returns a fresh statement id: <prefix>_<16 random hex digits>.
@@ -547,6 +529,14 @@ type Step struct {
 	Auth      string // the id of the grant the agent acts under
 	ScopeHash string // default: the grant's
 	Reserve   map[string]int64
+	// Params, when set, is the exact call the step makes (JSON, such as
+	// a tool call's arguments): the pending receipt carries its
+	// params_sha256, shown to approvers, and a held step runs only if the
+	// hash recomputed from Params just before running is the approved one.
+	Params []byte
+	// ApprovalWait bounds how long Execute waits for people to approve a
+	// held step (default DefaultApprovalWait, never past its deadline).
+	ApprovalWait time.Duration
 }
 
 // covers reports whether a STOP applies to the step: a chain STOP of its
@@ -593,6 +583,10 @@ type Execution struct {
 	Ran     bool          // fn was called
 	Outcome *Receipt      // the outcome receipt, if it was logged
 	Stopped *StoppedError // the STOP that cancelled the step, if one did
+	// Held is set when an approval rule held the pending receipt, and
+	// Approval when the runtime verified its approval before running.
+	Held     bool
+	Approval *Approved
 }
 
 // Execute gates an irreversible step: it writes the pending receipt,
@@ -616,12 +610,44 @@ func (r *Runtime) Execute(ctx context.Context, step Step, fn func(ctx context.Co
 	pending := &statement.ReceiptDoc{ReceiptID: step.ReceiptID, Workflow: step.Workflow, StepID: step.StepID,
 		Action: step.Action, Target: step.Target, AuthorizationRef: step.Auth, Result: statement.ResultPending,
 		ScopeHash: step.ScopeHash, Reserve: step.Reserve}
+	if step.Params != nil {
+		h, err := ParamsSHA256(step.Params)
+		if err != nil {
+			return ex, fmt.Errorf("%w: %w", ErrNotExecuted, err)
+		}
+		pending.ParamsSHA256 = h
+	}
 	rec, err := r.Receipt(ctx, pending)
-	if err != nil {
+	var held *HeldError
+	if err != nil && !errors.As(err, &held) {
 		return ex, fmt.Errorf("%w: %w", ErrNotExecuted, err)
 	}
 	ex.Pending = rec
 	step.Workflow, step.ScopeHash, step.ReceiptID = pending.Workflow, pending.ScopeHash, pending.ReceiptID
+	if held != nil {
+		// Held for approval (DESIGN §7): wait, then run only on an
+		// approval verified here; otherwise record a failure outcome
+		// that says why, and never run.
+		ex.Held = true
+		if r.hooks.OnHeld != nil {
+			r.hooks.OnHeld(ctx, step, rec)
+		}
+		params := ""
+		if step.Params != nil {
+			params, _ = ParamsSHA256(step.Params) // recomputed from the call about to be made
+		}
+		a, aerr := r.AwaitApproval(ctx, step.ReceiptID, AwaitOptions{Wait: step.ApprovalWait, ParamsSHA256: params,
+			Progress: func(st api.ApprovalState) {
+				if r.hooks.OnApprovalProgress != nil {
+					r.hooks.OnApprovalProgress(ctx, step, st)
+				}
+			}})
+		if aerr != nil {
+			oerr := r.outcome(ctx, step, ex, Outcome{Result: statement.ResultFailure, Error: aerr.Error()}, nil)
+			return ex, errors.Join(fmt.Errorf("%w: %w", ErrNotExecuted, aerr), oerr)
+		}
+		ex.Approval = a
+	}
 
 	// Watch the workflow from just after the pending receipt: every STOP
 	// logged after it is seen, none is missed between the two.

@@ -97,7 +97,7 @@ func (c *Client) witnessedUnder(ctx context.Context, r *Receipt, wait time.Durat
 	if err := c.getJSON(ctx, fmt.Sprintf("%s?index=%d&size=%d", api.PathInclusion, r.Index, cp.Size), &inc); err != nil {
 		return err
 	}
-	proof, err := parseHashes(inc.Proof)
+	proof, err := merkle.ParseHashes(inc.Proof)
 	if err != nil {
 		return unverified("inclusion proof: %v", err)
 	}

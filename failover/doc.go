@@ -9,6 +9,15 @@
 // binaries to run a cluster of their own (scripts/postgres.sh). They skip
 // without them, except when CI is set.
 //
+// Every server runs with machine-local folders of its own (HOME and the
+// XDG folders, where the signed head is kept), as on separate machines.
+// TestFrozenLeader reaches PostgreSQL through a proxy per server that
+// holds the leader's COMMIT, then pauses the leader (SIGSTOP) or passes
+// nothing more with the sockets left open; CUSTODY_FAULT_ROUNDS sets its
+// rounds per kind (default 2) and CUSTODY_FAULT_REPORT a file for its
+// figures. TestDatabaseDiskFull mounts a 1 MiB tmpfs as a tablespace
+// (root only). scripts/failover-drill.sh runs the long drill.
+//
 // CUSTODY_FAILOVER_KILLS sets how many times the failover test kills the
 // leader (default 3; the long mode is 20 or more), CUSTODY_FAILOVER_CLIENTS
 // how many clients append (default 64).

@@ -171,6 +171,24 @@ func frozenLeader(t *testing.T, kind string) {
 	if ld.failed.Load() != 0 {
 		t.Fatalf("%d appends were denied or refused", ld.failed.Load())
 	}
+	// Each takeover and each loss of the lease is one log line and a
+	// metric.
+	var took, lost bool
+	for _, s := range servers {
+		b, _ := os.ReadFile(s.log)
+		took = took || strings.Contains(string(b), "lease_event=took")
+		lost = lost || strings.Contains(string(b), "lease_event=lost")
+	}
+	if !took || !lost {
+		t.Errorf("the servers' logs have no lease event line (took %v, lost %v)", took, lost)
+	}
+	var metricLost float64
+	for _, s := range servers {
+		metricLost += metric(t, s, "custody_lease_lost_total")
+	}
+	if metricLost < float64(len(leads)) {
+		t.Errorf("custody_lease_lost_total sums to %v over the servers after %d takeovers", metricLost, len(leads))
+	}
 	all := append(slices.Clone(acks), probeAcks...)
 	checkLog(t, servers[0].store, all)
 	if len(gaps) == 0 || len(leads) == 0 {

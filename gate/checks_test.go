@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -259,6 +261,12 @@ func TestTwoPathTool(t *testing.T) {
 	}
 	if p1 == nil || p2 == nil || p1.StepID != p2.StepID || p1.Reserve["writes"]+p2.Reserve["writes"] != 1 {
 		t.Fatalf("the allowed move's pendings: %+v %+v", p1, p2)
+	}
+	// Both carry params_sha256: the SHA-256 of the canonical JSON of the
+	// arguments forwarded, for an approver to bind to the exact call.
+	sum := sha256.Sum256([]byte(`{"destination":"/allowed/b","source":"/allowed/a"}`))
+	if want := hex.EncodeToString(sum[:]); p1.ParamsSHA256 != want || p2.ParamsSHA256 != want {
+		t.Fatalf("params_sha256 %s and %s, want %s", p1.ParamsSHA256, p2.ParamsSHA256, want)
 	}
 	outcomes := 0
 	for _, r := range rs {

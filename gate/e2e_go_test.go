@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
@@ -26,7 +27,8 @@ import (
 // MCP client (the Go SDK's CommandTransport spawns `custody gate` as a
 // host would) in front of the reference filesystem server: pins written
 // by `custody gate pin`, a drifted pin hiding its tool, two-path and
-// symbolic-link calls, and a JSON-RPC batch on the binary's stdio.
+// symbolic-link calls, a write held for approval (approved, then
+// rejected), and a JSON-RPC batch on the binary's stdio.
 func TestEndToEndGoClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -40,16 +42,19 @@ func TestEndToEndGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"allowed", "other"} {
+	for _, d := range []string{"allowed", "other", "allowed/big"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fsTarget := "fs/" + strings.TrimLeft(root, "/")
 	pub, priv := servertest.Key(t)
+	bob := lg.Principal("user:bob")
 	if _, err := owner.Confirm(ctx, client.Grant{ID: "confirm_go", Workflow: "wf_go", Grantee: "agent:go", GranteeKey: pub,
 		Targets: []string{fsTarget + "/allowed/*"}, Capabilities: []string{"fs.read", "fs.write"},
-		Limits: map[string]int64{"writes": 10}, TTL: time.Hour, Revocable: true}); err != nil {
+		Limits: map[string]int64{"writes": 10}, TTL: time.Hour, Revocable: true,
+		Approvals: []scope.Rule{{RuleID: "big", Capabilities: []string{"fs.write"}, Targets: []string{fsTarget + "/allowed/big/*"},
+			Approvers: []string{"user:bob"}, Quorum: 1, TTLSeconds: 600}}}); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -138,6 +143,42 @@ func TestEndToEndGoClient(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "other", "x.txt")); !os.IsNotExist(err) {
 		t.Fatal("the write through the linked folder happened")
+	}
+	// A write the grant's approval rule holds: the agent is told who must
+	// approve; bob approves and the write happens; then bob rejects one,
+	// and it does not.
+	answer := func(reject bool) {
+		go func() {
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				list, err := lg.NewClient().Approvals(ctx, "user:bob", "wf_go")
+				if err != nil || len(list.Held) == 0 {
+					continue
+				}
+				if _, err := bob.Approve(ctx, list.Held[0].ReceiptID, reject, "reviewed"); err != nil {
+					t.Errorf("approve: %v", err)
+				}
+				return
+			}
+			t.Error("the write was never held")
+		}()
+	}
+	big := filepath.Join(root, "allowed", "big", "h.txt")
+	answer(false)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": big, "content": "approved"},
+		Meta: mcp.Meta{"progressToken": "held-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("an approved write: %v %+v", err, res)
+	}
+	if b, err := os.ReadFile(big); err != nil || string(b) != "approved" {
+		t.Fatalf("the approved write did not happen: %v", err)
+	}
+	answer(true)
+	rejected := filepath.Join(root, "allowed", "big", "r.txt")
+	if bad, text := call("write_file", map[string]any{"path": rejected, "content": "no"}); !bad || !strings.HasPrefix(text, "approval_rejected: ") {
+		t.Fatalf("a rejected write: %v %s", bad, text)
+	}
+	if _, err := os.Stat(rejected); !os.IsNotExist(err) {
+		t.Fatal("the rejected write happened")
 	}
 	cs.Close()
 

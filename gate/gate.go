@@ -107,6 +107,9 @@ type Options struct {
 	StreamTimeout time.Duration
 	// Version is the gate's MCP implementation version.
 	Version string
+	// ApprovalWait bounds how long a call held for approval waits
+	// (default 10 minutes); past it the call is answered approval_timeout.
+	ApprovalWait time.Duration
 }
 
 // Gate is a running proxy. Serve it with Server (mcp.Server.Run or
@@ -125,6 +128,8 @@ type Gate struct {
 	workflow  string
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
+
+	approvalWait time.Duration
 
 	server *mcp.Server   // set once, before ready is closed
 	ready  chan struct{} // closed once server is set
@@ -148,6 +153,7 @@ type Gate struct {
 	progress map[string]*progressRoute  // guarded by mu: progress token -> agent session
 	calling  map[*mcp.ServerSession]int // guarded by mu: agent sessions with tool calls in flight
 	hidden   map[string]string          // guarded by mu: tool name -> why the gate does not offer it
+	hiddenBy map[string]string          // guarded by mu: tool name -> the upstream that offers it hidden
 
 	// What the gate has seen of the ledger's answers, to send a pending
 	// receipt the ledger will likely deny in a round of its own
@@ -195,7 +201,7 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 		owner: map[string]*upstream{}, rowner: map[string]*upstream{}, powner: map[string]*upstream{},
 		inflight: map[*call]struct{}{}, progress: map[string]*progressRoute{}, calling: map[*mcp.ServerSession]int{},
 		stops: map[string]*statement.StopDoc{}, spent: map[string]int64{}, streamUp: make(chan struct{}),
-		hidden: map[string]string{}, metrics: newGateMetrics(),
+		hidden: map[string]string{}, hiddenBy: map[string]string{}, metrics: newGateMetrics(),
 		done: make(chan struct{}), ready: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -208,6 +214,10 @@ func New(ctx context.Context, o Options) (*Gate, error) {
 	}
 	if g.version == "" {
 		g.version = "dev"
+	}
+	g.approvalWait = o.ApprovalWait
+	if g.approvalWait <= 0 {
+		g.approvalWait = 10 * time.Minute
 	}
 	if err := g.readGrant(ctx); err != nil {
 		return nil, err
@@ -399,7 +409,7 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if cr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && cr.Params != nil {
 			g.mu.Lock()
-			up, why := g.owner[cr.Params.Name], g.hidden[cr.Params.Name]
+			up, why, server := g.owner[cr.Params.Name], g.hidden[cr.Params.Name], g.hiddenBy[cr.Params.Name]
 			g.mu.Unlock()
 			if up == nil {
 				rf := &refusal{CodeUnmapped, fmt.Sprintf("no upstream server offers tool %q", cr.Params.Name)}
@@ -410,7 +420,7 @@ func (g *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if r := g.cfg.Tools[cr.Params.Name]; r != nil {
 					capability = r.Capability
 				}
-				g.record(ctx, rf, "tool", cr.Params.Name, "", capability, true)
+				g.record(ctx, rf, "tool", cr.Params.Name, server, capability, true)
 				return refusalResult(rf), nil
 			}
 		}
@@ -526,6 +536,7 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return refusalResult(rf), nil
 	}
 	params.Arguments = args
+	spec.notify = g.notifier(ctx, req)
 	var res *mcp.CallToolResult
 	var cerr error
 	rf = g.runStep(ctx, spec, func(fctx context.Context) ran {
@@ -558,6 +569,24 @@ func (g *Gate) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return Refusal(CodeUpstream, "%s: %v", up.name, cerr), nil
 	}
 	return res, nil
+}
+
+// notifier tells the agent of a call something while it waits: a log
+// message (level warning, logger custody-gate) to its session, and a
+// progress notification when the call carries a progress token.
+func (g *Gate) notifier(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+	if req.Session == nil {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	n := 0.0
+	return func(msg string) {
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "custody-gate", Data: msg})
+		if tok != nil {
+			n++
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+		}
+	}
 }
 
 func refusalResult(rf *refusal) *mcp.CallToolResult { return Refusal(rf.code, "%s", rf.msg) }
@@ -646,6 +675,7 @@ func (g *Gate) toolStep(name string, rule *ToolRule, up *upstream, raw json.RawM
 		}
 		raw = b
 	}
+	spec.params = paramsSHA256(raw)
 	return spec, raw, nil
 }
 
@@ -1297,8 +1327,9 @@ func (g *Gate) hide(tool, why string, up *upstream) {
 	old := g.hidden[tool]
 	if why == "" {
 		delete(g.hidden, tool)
+		delete(g.hiddenBy, tool)
 	} else {
-		g.hidden[tool] = why
+		g.hidden[tool], g.hiddenBy[tool] = why, up.name
 	}
 	n := len(g.hidden)
 	g.mu.Unlock()

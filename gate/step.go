@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,6 +30,27 @@ type stepSpec struct {
 	targets    []string
 	step       string
 	reserve    map[string]int64 // the rule's reserve, carried by the first target
+	// params is params_sha256 of every pending receipt: the SHA-256 of
+	// the canonical JSON of the arguments forwarded ("" when they are not
+	// in the strict profile: a null, a fraction).
+	params string
+	// notify tells the agent something while the call waits (a log
+	// message, and progress when the call asked for it); nil: nobody.
+	notify func(msg string)
+}
+
+// paramsSHA256 is the lowercase hex SHA-256 of the canonical JSON (the
+// strict profile, as every custody SDK computes it: client.ParamsSHA256)
+// of a call's arguments, or "" when they are outside that profile.
+func paramsSHA256(args json.RawMessage) string {
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	h, err := client.ParamsSHA256(args)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // ran is what became of a forwarded call, for its outcome receipts.
@@ -92,7 +115,8 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 	for i, target := range s.targets {
 		reserve := g.reserveFor(s.reserve, i)
 		pend[i] = &statement.ReceiptDoc{ReceiptID: client.NewID("receipt"), Workflow: g.workflow, StepID: s.step, Action: s.capability,
-			Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve}
+			Target: target, AuthorizationRef: g.grantID, Result: statement.ResultPending, ScopeHash: g.scopeHash, Reserve: reserve,
+			ParamsSHA256: s.params}
 		wctx := ctx
 		if g.doubtful(c, s.capability, target, reserve) {
 			wctx = client.Alone(ctx)
@@ -139,9 +163,18 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 		owg.Wait()
 	}
 
-	// Every target must be accepted; the first one refused decides the
-	// answer, and the accepted ones record that the call did not run.
+	// Every target must be accepted (or held, then approved); the first
+	// one refused decides the answer, and the logged ones record that the
+	// call did not run.
+	var held []*client.Receipt
+	var heldDocs []*statement.ReceiptDoc
 	for i, err := range errs {
+		var he *client.HeldError
+		if errors.As(err, &he) {
+			held, heldDocs = append(held, he.Receipt), append(heldDocs, pend[i])
+			errs[i] = nil // logged: it gets an outcome
+			continue
+		}
 		if err == nil {
 			continue
 		}
@@ -160,8 +193,20 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 		if len(s.targets) > 1 {
 			rf.msg = fmt.Sprintf("target %s: %s", s.targets[i], rf.msg)
 		}
+		for j := i + 1; j < len(errs); j++ {
+			var he *client.HeldError
+			if errors.As(errs[j], &he) {
+				errs[j] = nil
+			}
+		}
 		outcomes(ran{result: "not executed", err: "not executed: target " + s.targets[i] + " was refused: " + rf.code})
 		return rf
+	}
+	if len(held) > 0 {
+		if rf := g.awaitHeld(fctx, s, held, heldDocs); rf != nil {
+			outcomes(ran{result: "not executed", err: rf.Error()})
+			return rf
+		}
 	}
 	if err := g.awaitStream(ctx); err != nil {
 		outcomes(ran{result: "not executed", err: "not executed: " + err.Error()})

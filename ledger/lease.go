@@ -67,7 +67,7 @@ type Role struct {
 	// times this server stopped sequencing, for any reason; Lost the
 	// step-downs it did not choose (taken over, not renewed in time, a
 	// fenced commit); RenewedLate the renewals that came after more than
-	// half the lease had passed; FencedCommits the batches the store
+	// two thirds of the lease had passed (the loop renews every third); FencedCommits the batches the store
 	// refused because the lease had moved on.
 	Takeovers, StepDowns, Failovers  uint64
 	Lost, RenewedLate, FencedCommits uint64
@@ -331,7 +331,7 @@ func (l *Ledger) leaseLoop() {
 			exp, err := l.lead.leaser.Renew(ctx, ttl)
 			switch {
 			case err == nil:
-				if gap := start.Sub(l.lead.renewed); gap > ttl/2 {
+				if gap := start.Sub(l.lead.renewed); gap > ttl*2/3 {
 					l.lead.renewedLate.Add(1)
 					l.leaseEvent("renewed_late", "lease renewed late", slog.Uint64("epoch", l.lead.epoch.Load()),
 						slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))

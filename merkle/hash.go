@@ -77,3 +77,17 @@ func hashChildren(left, right []byte) []byte {
 	h := NodeHash(Hash(left), Hash(right))
 	return h[:]
 }
+
+// ParseHashes parses a list of hashes (a proof as the HTTP API and the
+// bundle formats carry it), each as ParseHash does.
+func ParseHashes(in []string) ([]Hash, error) {
+	out := make([]Hash, len(in))
+	for i, s := range in {
+		h, err := ParseHash(s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}

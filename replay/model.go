@@ -107,6 +107,11 @@ type Row struct {
 	Status  string   `json:"status"`
 	Problem string   `json:"problem,omitempty"`
 	Flags   []string `json:"flags,omitempty"` // attention kinds that concern this row
+	// Held is a held pending receipt's approval state; Approval names the
+	// decision and reason of an APPROVAL row.
+	Held           *Held  `json:"held,omitempty"`
+	ApprovalOf     string `json:"approval_of,omitempty"`
+	ApprovalReason string `json:"approval_reason,omitempty"` // the approver's free text
 }
 
 // Grant is a CONFIRM or DELEGATE in the workflow, with its state as the
@@ -197,6 +202,19 @@ type Pending struct {
 	Result       string           `json:"result,omitempty"`
 	Consumed     map[string]int64 `json:"consumed,omitempty"`
 	Overrun      bool             `json:"overrun,omitempty"`
+	// Held is set when an approval rule held the receipt (DESIGN §7):
+	// its state as of the bundle's last entry, until when, what it
+	// needed, and who answered.
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held is what became of a held pending receipt.
+type Held struct {
+	State     string   `json:"state"` // held, approved, rejected, expired, closed
+	Why       string   `json:"why,omitempty"`
+	ExpiresAt string   `json:"expires_at"`
+	Needs     []string `json:"needs"`             // "2 of user:bob, user:carol (rule big of c1)"
+	Answers   []string `json:"answers,omitempty"` // "user:bob approve (#7)"
 }
 
 // Attention kinds, most serious first.
@@ -205,13 +223,17 @@ const (
 	AttnEscalation   = "escalation"
 	AttnDenial       = "denial"
 	AttnOverrun      = "overrun"
-	AttnOpen         = "open"
-	AttnAfterStop    = "after_stop"
-	AttnClock        = "clock"
-	AttnNote         = "note"
+	// AttnApproval: an outcome of a held step that was not approved when
+	// it was logged, or that consumed above a rule's threshold it did not
+	// reserve (DESIGN §7, violations).
+	AttnApproval  = "approval"
+	AttnOpen      = "open"
+	AttnAfterStop = "after_stop"
+	AttnClock     = "clock"
+	AttnNote      = "note"
 )
 
-var attnOrder = map[string]int{AttnVerification: 0, AttnEscalation: 1, AttnDenial: 2, AttnOverrun: 3,
+var attnOrder = map[string]int{AttnVerification: 0, AttnEscalation: 1, AttnDenial: 2, AttnOverrun: 3, AttnApproval: 3,
 	AttnOpen: 4, AttnAfterStop: 5, AttnClock: 6, AttnNote: 7}
 
 // Attention is one thing an incident responder should look at.
@@ -271,7 +293,7 @@ func Build(b *verify.Bundle, verifierKey string, o Options) (*Report, error) {
 	}
 	st := newStatuses(v)
 	bd := &builder{r: r, o: o, e: authority.NewView(authority.MemStore{}), rows: map[uint64]*Row{},
-		pend: map[string]*Pending{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{},
+		pend: map[string]*Pending{}, answers: map[string][]string{}, charge: map[string]map[string][2]int64{}, stopDocs: map[uint64]*statement.StopDoc{},
 		subject: &b.Subject}
 	r.Subject = b.Subject
 	var entries []decoded
@@ -404,6 +426,7 @@ type builder struct {
 	grants   []string // accepted grant ids in log order
 	stopIDs  []string
 	stopDocs map[uint64]*statement.StopDoc
+	answers  map[string][]string // receipt id -> "name decision (#index)"
 	asOf     time.Time
 	// replayedTo is the index of the first entry the model replay could
 	// not apply (all entries when ok).
@@ -468,6 +491,9 @@ func what(row *Row, st statement.Statement) {
 		}
 	case *statement.ResumeDoc:
 		row.Action, row.Target = "resume", s.StopRef
+	case *statement.ApprovalDoc:
+		row.Action, row.Target, row.ApprovalOf = s.Decision, s.ReceiptRef, s.ReceiptRef
+		row.ApprovalReason = s.Reason
 	}
 }
 
@@ -496,6 +522,10 @@ func (bd *builder) replay(entries []decoded) {
 		for _, n := range dec.Notes {
 			if d.kind == statement.Receipt && strings.HasPrefix(n, "consumed ") {
 				continue // an overrun: flagged by receipt, with its context
+			}
+			if strings.HasPrefix(n, "violation: ") {
+				bd.flag(row, AttnApproval, "", strings.TrimPrefix(n, "violation: "))
+				continue
 			}
 			bd.attend(AttnNote, &d.index, "", n)
 		}
@@ -543,6 +573,11 @@ func (bd *builder) apply(row *Row, d decoded, dec *authority.Decision, inForce *
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.RequestID)
 	case *statement.ResumeDoc:
 		row.Path = bd.actorPath(s.Workflow, d.env.KeyID, s.StopRef)
+	case *statement.ApprovalDoc:
+		row.Path = []string{bd.name(d.env.KeyID) + " (approver)"}
+		if p := bd.pend[s.ReceiptRef]; p != nil {
+			bd.answers[s.ReceiptRef] = append(bd.answers[s.ReceiptRef], fmt.Sprintf("%s %s (#%d)", row.Actor, s.Decision, d.index))
+		}
 	case *statement.DenialDoc:
 		bd.denial(row, s, dec)
 	}
@@ -802,6 +837,21 @@ func (bd *builder) finish() {
 			inForce = append(inForce, s)
 		}
 	}
+	for _, p := range r.Pendings {
+		rec := bd.e.Pending(p.ID)
+		if rec == nil || rec.Hold == nil || rec.Index != p.Index {
+			continue
+		}
+		state, why := bd.e.HoldState(rec, bd.asOf)
+		h := &Held{State: state, Why: why, ExpiresAt: rec.Hold.Deadline, Answers: bd.answers[p.ID]}
+		for _, rule := range rec.Hold.Rules {
+			h.Needs = append(h.Needs, fmt.Sprintf("%d of %s (rule %s of %s)", rule.Quorum, strings.Join(rule.Approvers, ", "), rule.RuleID, rule.Grant))
+		}
+		p.Held = h
+		if row := bd.rows[p.Index]; row != nil {
+			row.Held = h
+		}
+	}
 	accepted := map[string]*Grant{}
 	for _, id := range bd.grants {
 		g := bd.e.Grant(id)
@@ -948,6 +998,20 @@ func pairs(m map[string]string) string {
 // reservation, the consumption, side effects, evidence and error.
 func (row *Row) Details() []Detail {
 	var out []Detail
+	if h := row.Held; h != nil {
+		text := h.State + " (until " + h.ExpiresAt + ")"
+		if h.Why != "" {
+			text += ": " + h.Why
+		}
+		out = append(out, Detail{Label: "approval", Text: text, Bad: h.State != "approved" && h.State != "held"})
+		out = append(out, Detail{Label: "needs", Text: strings.Join(h.Needs, "; ")})
+		if len(h.Answers) > 0 {
+			out = append(out, Detail{Label: "answered", Text: strings.Join(h.Answers, ", ")})
+		}
+	}
+	if row.ApprovalOf != "" && row.ApprovalReason != "" {
+		out = append(out, Detail{Label: "approver's reason", Text: row.ApprovalReason})
+	}
 	if row.PendingRef != "" {
 		d := Detail{Label: "outcome of", Text: row.PendingRef}
 		if row.PendingIndex != nil {

@@ -47,9 +47,9 @@ go build -o "$cache/custody" ./cmd/custody
 go build -o "$cache/canonhelper" ./sdk/python/tests/canonhelper
 export CUSTODY_BIN="$cache/custody" CUSTODY_CANONHELPER="$cache/canonhelper"
 
-if command -v node >/dev/null && [ ! -f sdk/typescript/dist/index.js ]; then
-  echo "== the TypeScript SDK for the differential test (npm ci, tsc)"
-  (cd sdk/typescript && npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null && npm run --silent build)
+if command -v node >/dev/null; then
+  echo "== the TypeScript SDK for the differential test (npm ci when needed, tsc)"
+  (cd sdk/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null; } && npm run --silent build)
 fi
 
 echo "== a throwaway PostgreSQL for the failover test (scripts/postgres.sh)"

@@ -69,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			func() float64 { return float64(s.l.Role().StepDowns) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_lost_total", Help: "Times this server lost the sequencer lease without giving it up: taken over, not renewed in time, or a fenced commit."},
 			func() float64 { return float64(s.l.Role().Lost) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_renewed_late_total", Help: "Lease renewals that came after more than half the lease had passed since the last one."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_renewed_late_total", Help: "Lease renewals that came after more than two thirds of the lease had passed since the last one (renewals come every third)."},
 			func() float64 { return float64(s.l.Role().RenewedLate) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "custody_lease_fenced_commits_total", Help: "Batches the database refused because the lease had moved on (nothing of them acknowledged)."},
 			func() float64 { return float64(s.l.Role().FencedCommits) }),

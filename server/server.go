@@ -154,6 +154,13 @@ type Options struct {
 	// Other statements are answered as soon as they are durable.
 	WitnessFinality bool
 	WitnessTimeout  time.Duration
+	// ApprovalWebhook, when set, is a URL the server POSTs each newly held
+	// receipt to (DESIGN §7), signed with ApprovalWebhookSecret
+	// (X-Custody-Signature: sha256=<HMAC-SHA256 of the body>), retried
+	// with backoff, off the append path. Only the server that sequences
+	// the log sends.
+	ApprovalWebhook       string
+	ApprovalWebhookSecret []byte
 	// Leading, when set, says when this server leads the log (sequences
 	// it): true when it starts leading, false when it stops. The witness
 	// client runs only while it leads. Without it, it always leads (one
@@ -292,6 +299,9 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		}
 	}
 	s.routes(reg)
+	if opts.ApprovalWebhook != "" {
+		s.startWebhook()
+	}
 	return s
 }
 

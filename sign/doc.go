@@ -1,10 +1,11 @@
 // Package sign holds custody's keys and signed envelopes (DESIGN §1): Ed25519
-// key generation, key ids, public-key validation, PEM key files, and DSSE v1
-// envelopes.
+// key generation, key ids, public-key validation, PEM key files, DSSE v1
+// envelopes, and the one check of a passkey (WebAuthn) signature.
 //
 // # Keys
 //
-// Keys are Ed25519 (crypto/ed25519) and nothing else. A key id is the
+// Keys are Ed25519 (crypto/ed25519), except that a principal may enroll a
+// passkey (below). A key id is the
 // lowercase hex SHA-256 of the 32-byte public key. Inside a statement a
 // public key is the standard base64 of its 32 raw bytes; ParsePublicKey reads
 // that form strictly (canonical base64, exactly 32 bytes) and CheckPublicKey
@@ -32,6 +33,19 @@
 // CodeEnvelope), Parsed.Verify the signature (step 2, CodeSignature);
 // both failures are refused, not logged. DedupHash names a submission for
 // deduplication.
+//
+// # Passkeys
+//
+// A principal's passkey is a WebAuthn credential (ES256 on P-256, or
+// Ed25519), enrolled by its SPKI DER (one encoding per key, key id its
+// SHA-256), relying party id and origins (NewPasskey). A passkey envelope's
+// sig is the canonical JSON {authenticator_data, client_data_json,
+// signature}; VerifyPasskey checks it by the relying-party steps of W3C
+// WebAuthn Level 3 §7.2, with the statement's PAE hash as the challenge,
+// using the standard library only. Parsed.VerifyKey verifies an envelope
+// under either kind of key. A passkey envelope's DedupHash is over
+// (payloadType, payload, keyid), since ECDSA signatures are malleable and
+// randomised.
 //
 // # What it does not promise
 //

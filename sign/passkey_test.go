@@ -371,3 +371,35 @@ func FuzzPasskeySig(f *testing.F) {
 		check(t, []byte(obj))
 	})
 }
+
+// BenchmarkVerifyPasskey is the cost of the one passkey check, per key
+// type, beside an Ed25519 envelope's (the ledger runs one per submission).
+func BenchmarkVerifyPasskey(b *testing.B) {
+	payload := []byte(`{"actor":"user:alice","type":"APPROVAL"}`)
+	for _, kt := range []string{sign.KeyTypeWebAuthnES256, sign.KeyTypeWebAuthnEd25519} {
+		a := mustAuth(b, kt)
+		env, _ := a.Sign("approval", payload, softauthn.Options{})
+		p, err := sign.ParseEnvelopeValue(env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := sign.Key{Passkey: a.Passkey()}
+		b.Run(kt, func(b *testing.B) {
+			for b.Loop() {
+				if err := p.VerifyKey(key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	pub, priv, _ := sign.GenerateKey()
+	env, _ := sign.Sign(priv, "approval", payload)
+	p, _ := sign.ParseEnvelopeValue(env)
+	b.Run("ed25519", func(b *testing.B) {
+		for b.Loop() {
+			if err := p.VerifyKey(sign.Key{Ed25519: pub}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -95,9 +95,26 @@ func idx(i uint64) *uint64 { return &i }
 // ErrUnusable only when the inputs cannot be read at all; every other
 // problem is a failed check in an invalid Verdict.
 func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
+	v, _, err := VerifyBundleState(b, verifierKey)
+	return v, err
+}
+
+// VerifyBundleState is VerifyBundle that also returns the authority state
+// the re-run decisions built (nil unless the verdict is valid): a runtime
+// reads from it, itself, whether a held receipt was approved (DESIGN §7),
+// never taking the server's word for it.
+func VerifyBundleState(b *Bundle, verifierKey string) (*Verdict, *authority.Engine, error) {
+	v, e, err := verifyBundle(b, verifierKey)
+	if err != nil || !v.Valid {
+		return v, nil, err
+	}
+	return v, e, nil
+}
+
+func verifyBundle(b *Bundle, verifierKey string) (*Verdict, *authority.Engine, error) {
 	ks, err := keySet(verifierKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v := &Verdict{Valid: true, Origin: b.Origin, Subject: b.Subject}
 
@@ -105,7 +122,7 @@ func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
 	cp, err := merkle.OpenCheckpoint([]byte(b.Checkpoint), b.Origin, ks.String())
 	if !v.add(Check{Name: "checkpoint signature", OK: err == nil, Detail: detail(err,
 		fmt.Sprintf("signed by the log key %s", describe(ks)))}) {
-		return v, nil
+		return v, nil, nil
 	}
 	v.Size = cp.Size
 
@@ -143,12 +160,12 @@ func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
 		incl.Detail = fmt.Sprintf("%d entries against checkpoint size %d", len(entries), cp.Size)
 	}
 	if !v.add(incl) {
-		return v, nil
+		return v, nil, nil
 	}
 
 	// 3. The subject, GENESIS, and the back-link chains.
 	if !v.add(structure(v, entries, b, ks)) {
-		return v, nil
+		return v, nil, nil
 	}
 
 	// 4. Re-run every decision in log order.
@@ -186,10 +203,15 @@ func VerifyBundle(b *Bundle, verifierKey string) (*Verdict, error) {
 		decisions.Detail = fmt.Sprintf("%d decisions re-run with the ledger's decision function; all agree", len(entries))
 	}
 	v.add(decisions)
+	if decisions.OK {
+		if c, ok := approvalsCheck(e, entries); ok {
+			v.add(c)
+		}
+	}
 	if v.Valid {
 		v.LeftToAudit = wholeLog
 	}
-	return v, nil
+	return v, e, nil
 }
 
 func decodeEntry(index uint64, raw []byte) *entry {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
@@ -125,7 +126,7 @@ Example:
 				if err != nil {
 					return err
 				}
-				cl, err := remoteClient(ctx, loc.value, vkey, 4)
+				cl, err := remotelog.Client(ctx, loc.value, vkey, 4)
 				if err != nil {
 					return fmt.Errorf("audit: %w", err)
 				}

@@ -269,6 +269,11 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 		if out.ScopeHash != "" {
 			fmt.Fprintf(w, "scope_hash %s\n", out.ScopeHash)
 		}
+		if p, ok := st.(*statement.PrincipalDoc); ok && p.Op != statement.OpRetire && out.KeyID != "" {
+			// The fingerprint the person and the admin compare (DESIGN
+			// §1): the registering page shows the same.
+			fmt.Fprintf(w, "keyid %s (compare it with the key id the person's device or page shows)\n", out.KeyID)
+		}
 		for _, n := range res.Notes {
 			fmt.Fprintf(w, "note: %s\n", safeText(n))
 		}
@@ -357,11 +362,6 @@ func principalCommand() *cli.Command {
 				h, err := a.header(statement.Principal)
 				if err != nil {
 					return err
-				}
-				if op != statement.OpRetire && !c.Bool("json") {
-					// The fingerprint the person and the admin compare
-					// (DESIGN §1): the registering page shows the same.
-					fmt.Fprintf(c.Root().Writer, "keyid %s (compare it with the key id the person's device or page shows)\n", keyID)
 				}
 				doc.Header, doc.PrincipalID, doc.Op, doc.Name = h, a.id("principal"), op, name
 				return a.finish(ctx, &doc)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/demo"
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
@@ -68,7 +69,7 @@ Example:
 				lines = nil
 			}
 			start := time.Now()
-			rep, err := runDemo(ctx, dir, lines)
+			rep, err := demo.Run(ctx, dir, lines)
 			if c.Bool("json") && rep != nil {
 				if jerr := writeJSON(w, rep); jerr != nil && err == nil {
 					err = jerr

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodylog/custody/internal/demo"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 )
@@ -51,7 +52,7 @@ func TestDemo(t *testing.T) {
 	// The printed checkpoint and verifier key.
 	cpText := between(t, r.stdout, "checkpoint:\n", "\nverifier key:")
 	vkey := strings.TrimSpace(between(t, r.stdout, "verifier key:\n", "\n\n"))
-	cp, err := merkle.OpenCheckpoint([]byte(cpText), demoOrigin, vkey)
+	cp, err := merkle.OpenCheckpoint([]byte(cpText), demo.Origin, vkey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,7 @@ Example:
 			&cli.StringFlag{Name: "config", Usage: "the gate's configuration `FILE` (JSON; see above)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_GATE_CONFIG")},
 			&cli.StringSliceFlag{Name: "upstream-url", Usage: "an upstream MCP server's streamable HTTP `URL` (repeat for several)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this loopback `ADDR` (127.0.0.1:8931) instead of stdio"},
+			&cli.DurationFlag{Name: "approval-wait", Value: 10 * time.Minute, Usage: "how long a call held for approval waits for its approvers before it is answered approval_timeout"},
 			&cli.DurationFlag{Name: "stream-timeout", Value: 5 * time.Second, Usage: "how long a call waits for the workflow's event stream before it is refused"},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (refusals by code, hidden tools) at http://`ADDR`/metrics (loopback only)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "log only errors to standard error"},
@@ -283,7 +284,7 @@ func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate
 	}
 	rt := client.NewRuntime(cl, priv, "", nil)
 	g, err := gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: c.String("grant"), Upstreams: ups,
-		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: version()})
+		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: version(), ApprovalWait: c.Duration("approval-wait")})
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, gate.Fix(err, ledgerURL))
 	}

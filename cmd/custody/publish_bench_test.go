@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/bench"
 	"github.com/custodylog/custody/internal/s3proc"
 	"github.com/custodylog/custody/merkle"
 )
@@ -77,7 +78,7 @@ func BenchmarkServePublish(b *testing.B) {
 			"--clients", clients, "--duration", d.String(), "--json")
 		close(stopSampling)
 		<-sampled
-		var res benchServeResult
+		var res bench.ServeResult
 		json.Unmarshal([]byte(r.stdout), &res)
 		var m map[string]float64
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {

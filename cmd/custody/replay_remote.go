@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/verify"
 )
 
@@ -19,7 +20,7 @@ func remoteReplaySource(c *cli.Command, loc location) (workflowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := remoteClient(context.Background(), url, vkey, 4)
+	cl, err := remotelog.Client(context.Background(), url, vkey, 4)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/internal/demo"
 	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/verify"
 )
@@ -30,7 +31,7 @@ func demoLedger(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "demo")
 	start, t0 := time.Now().UTC().Truncate(24*time.Hour).Add(10*time.Hour), time.Now()
 	clock := func() time.Time { return start.Add(time.Since(t0)) }
-	if _, err := runDemoAt(context.Background(), dir, nil, clock); err != nil {
+	if _, err := demo.RunAt(context.Background(), dir, nil, clock); err != nil {
 		t.Fatal(err)
 	}
 	return dir

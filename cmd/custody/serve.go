@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -34,7 +36,7 @@ func serveCommand() *cli.Command {
 		Usage: "serve a ledger over HTTP",
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
 			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]\n" +
-			"              [--publish s3://BUCKET/PREFIX]\n" +
+			"              [--publish s3://BUCKET/PREFIX] [--approval-webhook URL --approval-webhook-secret-file FILE]\n" +
 			"   custody serve --store postgres://... --log A --log B [--prefer A] | --all-logs [...]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
@@ -151,6 +153,10 @@ Example:
 			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
 			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
+			&cli.StringFlag{Name: "approval-webhook", Usage: "POST each newly held receipt (the exact step, its rules, who may approve, expires_at) as JSON to this `URL`, signed X-Custody-Signature: sha256=<HMAC>",
+				Sources: cli.EnvVars("CUSTODY_APPROVAL_WEBHOOK")},
+			&cli.StringFlag{Name: "approval-webhook-secret-file", Usage: "the `FILE` holding the webhook's HMAC secret (required with --approval-webhook)", TakesFile: true,
+				Sources: cli.EnvVars("CUSTODY_APPROVAL_WEBHOOK_SECRET_FILE")},
 			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
 				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
 			&cli.BoolFlag{Name: "witness-finality", Usage: "answer a pending RECEIPT only under a checkpoint the witness quorum cosigned",
@@ -221,6 +227,9 @@ Example:
 			}
 			opts := server.Options{MaxInFlight: int(c.Int("max-inflight")), Logger: log}
 			if err := witnessOptions(c, &opts); err != nil {
+				return err
+			}
+			if err := webhookOptions(c, &opts); err != nil {
 				return err
 			}
 			if u := c.String("publish"); u != "" && !publish.IsURL(u) {
@@ -361,5 +370,33 @@ func witnessOptions(c *cli.Command, opts *server.Options) error {
 	opts.WitnessFinality = c.Bool("witness-finality")
 	opts.WitnessTimeout = c.Duration("witness-timeout")
 	opts.Witness = cosign.Options{Interval: c.Duration("witness-interval"), Timeout: min(5*time.Second, c.Duration("witness-timeout"))}
+	return nil
+}
+
+// webhookOptions reads --approval-webhook and its secret file.
+func webhookOptions(c *cli.Command, opts *server.Options) error {
+	u, file := c.String("approval-webhook"), c.String("approval-webhook-secret-file")
+	if u == "" {
+		if file != "" {
+			return usage(c, "--approval-webhook-secret-file needs --approval-webhook URL")
+		}
+		return nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+		return usage(c, "--approval-webhook %q: want an http(s) URL", u)
+	}
+	if file == "" {
+		return usage(c, "--approval-webhook needs --approval-webhook-secret-file FILE (the HMAC secret)")
+	}
+	secret, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--approval-webhook-secret-file: %w", err)
+	}
+	secret = bytes.TrimSpace(secret)
+	if len(secret) < 16 {
+		return fmt.Errorf("--approval-webhook-secret-file %s: the secret is %d bytes; use at least 16", file, len(secret))
+	}
+	opts.ApprovalWebhook, opts.ApprovalWebhookSecret = u, secret
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/bench"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
@@ -201,7 +202,7 @@ func TestServeCommand(t *testing.T) {
 
 	r := must(t, 0, "bench", "serve", "--ledger", url, "--admin-key", filepath.Join(data, "keys", "admin.key"),
 		"--clients", "4", "--duration", "300ms", "--json")
-	var res benchServeResult
+	var res bench.ServeResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Appends == 0 || res.Errors != 0 || res.P99ms <= 0 {
 		t.Fatalf("bench serve: %v %s", err, r.stdout)
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -101,7 +102,9 @@ type Store struct {
 	reserve  int64
 	scratch  *scratch // the copy a ReadOnly store reads
 	readOnly bool
-	ballast  *ballast // nil when ReadOnly
+	ballast  *ballast  // nil when ReadOnly
+	pre      *prealloc // nil when ReadOnly (prealloc.go)
+	closed   atomic.Bool
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -158,6 +161,12 @@ func Open(dir string, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	if !o.ReadOnly {
+		if err := removeEmptyLogs(dbDir); err != nil {
+			bl.close()
+			return nil, err
+		}
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		bl.close()
@@ -167,7 +176,11 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc)}
 	}
-	return &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}, nil
+	st := &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}
+	if !o.ReadOnly {
+		st.pre = newPrealloc(dbDir)
+	}
+	return st, nil
 }
 
 // OpenError is Open's error when Badger cannot open the database; Files
@@ -186,6 +199,9 @@ type OpenError = storage.OpenError
 // write-ahead log, which the next open replays), and the folder's lock
 // goes with the process. It returns nil: nothing acknowledged is lost.
 func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil // closed already (a ledger's error path may close twice)
+	}
 	if !s.readOnly {
 		if free, err := freeBytes(s.dir); err == nil && free < closeFlushRoom {
 			s.ballast.releaseForFlush()
@@ -565,6 +581,11 @@ func (s *Store) Commit(_ context.Context, b *storage.Batch) error {
 	if err := s.checkSpace(3 * size); err != nil {
 		return err
 	}
+	wb, vb := logBytes(w)
+	if err := s.pre.before(wb, vb); err != nil {
+		return err
+	}
+	defer s.pre.after(wb, vb)
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := s.fence(txn, b.From); err != nil {
@@ -604,6 +625,11 @@ func (s *Store) fence(txn *badger.Txn, size uint64) error {
 
 // SetCheckpoint replaces the head's checkpoint.
 func (s *Store) SetCheckpoint(_ context.Context, size uint64, cp []byte) error {
+	wb, vb := logBytes([][2][]byte{{kCheckpoint, cp}})
+	if err := s.pre.before(wb, vb); err != nil {
+		return err
+	}
+	defer s.pre.after(wb, vb)
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := s.fence(txn, size); err != nil {

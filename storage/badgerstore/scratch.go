@@ -74,6 +74,11 @@ func newScratch(src string) (*scratch, error) {
 		if !e.Type().IsRegular() || n == "LOCK" {
 			continue
 		}
+		if strings.HasSuffix(n, ".mem") {
+			if info, err := e.Info(); err == nil && info.Size() == 0 {
+				continue // made ahead of Badger, never written (prealloc.go)
+			}
+		}
 		from, to := filepath.Join(src, n), filepath.Join(dst, n)
 		if strings.HasSuffix(n, ".sst") || (strings.HasSuffix(n, ".vlog") && n != maxVlog) {
 			abs, err := filepath.Abs(from)

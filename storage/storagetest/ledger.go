@@ -3,6 +3,8 @@ package storagetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/custodylog/custody/internal/testlog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/verify"
@@ -124,6 +127,103 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		b := w.Prove(first, true)
 		if v, err := verify.VerifyBundle(b, w.VerifierKey()); err != nil || !v.Valid {
 			t.Fatalf("bundle of the passkey STOP: %+v, %v", v.Failure(), err)
+		}
+		ReplayEqualsState(t, w.L)
+	})
+	t.Run("HeldApprovedRejected", func(t *testing.T) {
+		// Held receipts (DESIGN §7) on this store: a held receipt and its
+		// repeat answer held, the list shows it, an APPROVAL approves it,
+		// a passkey reject (and its (r, n−s) twin, a repeat) gives a
+		// reservation back, the state survives a reopen
+		// and replay equals it, and the bundle's approvals re-run.
+		w := testlog.NewWorld(t, testlog.WorldOptions{Location: newLocation(t)})
+		sc := w.Standard()
+		au := w.Author
+		g := testlog.NewGrant(sc.Booker, "wf_held", []string{"t/*"}, []string{"purchase"}, nil, map[string]int64{"usd": 1000}, 3600)
+		g.Approvals = []scope.Rule{{RuleID: "big", Capabilities: []string{"purchase"}, Above: map[string]int64{"usd": 100},
+			Approvers: []string{sc.Alice.Name}, Quorum: 1, TTLSeconds: 600}}
+		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_held", g))
+		held := func(id string, usd int64) (*statement.ReceiptDoc, []byte) {
+			p := au.Pending(sc.Booker, id, "c_held", "s1", "purchase", "t/x", map[string]int64{"usd": usd})
+			_, raw, err := sc.Booker.Sign(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ {
+				res, err := w.L.Append(context.Background(), raw)
+				if err != nil || res.Verdict != authority.Accepted || res.Hold == nil || res.Duplicate != (i > 0) ||
+					len(res.Hold.Rules) != 1 || res.Hold.Rules[0].RuleID != "big" {
+					t.Fatalf("held receipt %s, try %d: %+v, %v", id, i, res, err)
+				}
+			}
+			return p, raw
+		}
+		answer := func(id string, p *statement.ReceiptDoc, decision string) {
+			b, _ := statement.Marshal(p)
+			sum := sha256.Sum256(b)
+			w.Accept(sc.Alice, &statement.ApprovalDoc{Header: au.Header(sc.Alice, statement.Approval), ApprovalID: id, Workflow: "wf_held",
+				ReceiptRef: p.ReceiptID, ReceiptSHA256: hex.EncodeToString(sum[:]), Decision: decision})
+		}
+		p1, _ := held("r_held1", 600)
+		list, err := w.L.HeldReceipts(w.Clock.Now(), 10, nil)
+		if err != nil || len(list) != 1 || list[0].Pending.ID != "r_held1" {
+			t.Fatalf("held list: %+v, %v", list, err)
+		}
+		p2, _ := held("r_held2", 400)
+		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_over", "c_held", "s1", "purchase", "t/x", map[string]int64{"usd": 1}), authority.LimitExceeded)
+		answer("a_held1", p1, statement.DecisionApprove)
+		// The reject comes from alice's phone: a passkey APPROVAL, and its
+		// (r, n−s) twin is a repeat with the same decision.
+		pk, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example.com", "https://custody.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := pk.Enrollment()
+		w.Accept(w.Admin, &statement.PrincipalDoc{Header: au.Header(w.Admin, statement.Principal), PrincipalID: "p_alice_phone_held",
+			Op: statement.OpAddKey, Name: sc.Alice.Name, KeyType: e.KeyType, PublicKey: e.PublicKey,
+			CredentialID: e.CredentialID, RPID: e.RPID, Origins: e.Origins})
+		b2, _ := statement.Marshal(p2)
+		sum2 := sha256.Sum256(b2)
+		rej := &statement.ApprovalDoc{Header: statement.Header{Type: statement.Approval, Timestamp: statement.FormatTimestamp(w.Clock.Now()),
+			Log: au.Origin, Actor: sc.Alice.Name, Seq: 1}, ApprovalID: "a_held2", Workflow: "wf_held", ReceiptRef: p2.ReceiptID,
+			ReceiptSHA256: hex.EncodeToString(sum2[:]), Decision: statement.DecisionReject, Reason: "not this one"}
+		payload, err := statement.Marshal(rej)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var twinMut func(m map[string]string)
+		var first uint64
+		for i := 0; i < 2; i++ {
+			env, err := pk.Sign("approval", payload, softauthn.Options{Mutate: twinMut})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := env.Canonical()
+			res, err := w.L.Append(context.Background(), raw)
+			if err != nil || res.Verdict != authority.Accepted || res.Duplicate != (i > 0) || (i > 0 && res.Index != first) {
+				t.Fatalf("passkey reject, signature %d: %+v, %v", i, res, err)
+			}
+			first = res.Index
+			twinMut = func(m map[string]string) {
+				if tw, err := softauthn.Twin(m["signature"]); err == nil {
+					m["signature"] = tw
+				}
+			}
+		}
+		// r_held2's 400 came back: 400 more fit again.
+		w.Accept(sc.Booker, au.Pending(sc.Booker, "r_after", "c_held", "s1", "purchase", "t/x", map[string]int64{"usd": 100}))
+		for id, want := range map[string]string{"r_held1": authority.HoldApproved, "r_held2": authority.HoldRejected} {
+			h, err := w.L.HeldReceipt(id, w.Clock.Now())
+			if err != nil || h.State != want {
+				t.Fatalf("%s: %+v, %v; want %s", id, h, err, want)
+			}
+		}
+		idx, err := w.L.WorkflowIndexes("wf_held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := verify.VerifyBundle(w.Prove(idx[len(idx)-1], true), w.VerifierKey()); err != nil || !v.Valid {
+			t.Fatalf("bundle: %+v, %v", v.Failure(), err)
 		}
 		ReplayEqualsState(t, w.L)
 	})

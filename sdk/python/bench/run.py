@@ -30,7 +30,9 @@ def child(cmd: list[str], env: dict) -> tuple[float, float, int]:
     _, status, ru = os.wait4(p.pid, 0)
     out, err = p.stdout.read(), p.stderr.read()  # type: ignore[union-attr]
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{cmd[0]}: {err}")
+        lines = err.splitlines()
+        line = next((x for x in lines if x.lstrip().startswith(("NotExecutedError", "custody.")) or "Error:" in x), err.strip()[-300:])
+        raise RuntimeError(line.strip()[:300])
     parts = out.split()
     return float(parts[3]), ru.ru_utime + ru.ru_stime, int(parts[1])
 
@@ -60,7 +62,11 @@ async def main(n: int, conc: int) -> None:
     print("|---|---:|---:|")
     for name, wf, cmd in runs:
         env = await grant(lg, c, alice, wf, tmp)
-        secs, cpu, steps = child(cmd, env)
+        try:
+            secs, cpu, steps = child(cmd, env)
+        except RuntimeError as e:
+            print(f"| {name} | failed: {e} | |")
+            continue
         print(f"| {name} | {steps / secs:,.0f} | {cpu / steps * 1000:.2f} ms |")
     await c.aclose()
     lg.close()

@@ -158,3 +158,36 @@ async def test_runtime_refuses_without_a_ledger(ledger: Ledger) -> None:
         await agent.execute(Step("s1", "act", "t/1", grant, scope_hash="0" * 64, workflow="wf_down"), lambda ctx: ran.append(1))
     assert not ran and ne.value.reason_code == "ledger_unavailable"
     await c.aclose()
+
+
+async def test_sync_client_events(ledger: Ledger, aclient: custody.AsyncClient) -> None:
+    alice = await ledger.principal("user:alice", aclient)
+    agent, grant = await ledger.agent(alice, "agent:sync", "wf_sync")
+    await agent.receipt({"step_id": "s1", "action": "act", "target": "t/1", "authorization_ref": grant, "result": "pending"})
+    c = ledger.client()
+    got = []
+    for e in c.events("wf_sync", stop=lambda: len(got) >= 2):
+        got.append(e.kind)
+        if len(got) == 2:
+            break
+    assert got == ["CONFIRM", "RECEIPT"]
+    assert [e.kind for e in c.workflow("wf_sync")] == got
+    c.close()
+
+
+async def test_concurrent_appends_go_in_batches(ledger: Ledger, aclient: custody.AsyncClient) -> None:
+    alice = await ledger.principal("user:alice", aclient)
+    agent, grant = await ledger.agent(alice, "agent:b", "wf_batch")
+    await agent.receipt({"step_id": "warm", "action": "act", "target": "t/0", "authorization_ref": grant, "result": "pending"})
+    docs = [{"step_id": f"s{i}", "action": "act", "target": "t/x" if i != 7 else "elsewhere/x", "authorization_ref": grant,
+             "result": "pending"} for i in range(40)]
+    answers = await asyncio.gather(*(agent.receipt(d) for d in docs))
+    assert [a.verdict for a in answers] == ["accepted" if i != 7 else "denied" for i in range(40)]
+    assert answers[7].reason_code == "out_of_scope"
+    for d, a in zip(docs, answers):
+        if a.accepted:
+            assert a.statement["step_id"] == d["step_id"]
+    wf = await aclient.workflow("wf_batch")
+    assert sum(1 for e in wf if e.kind == "DENIAL") == 1  # the one denial; no seq_mismatch for the statements after it
+    seqs = [e.statement["seq"] for e in wf if e.kind == "RECEIPT"]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) == 40

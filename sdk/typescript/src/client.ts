@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import { canonicalize } from "./canonical.js";
 import { HTTPError, NotWitnessedError, RefusedError, UnverifiedError } from "./errors.js";
 import { WitnessEvaluation, WitnessPolicy } from "./witness.js";
+import { ApprovalCheck, checkApproval } from "./approval.js";
 import { dedupHash, envelopeText, ParsedEnvelope, parseEnvelope, verifyEnvelope } from "./envelope.js";
 import { anySignal, decodeBase64Strict, toBase64, toHex } from "./encoding.js";
 import { parseLeaf, ReadLeaf } from "./leaf.js";
@@ -53,6 +54,16 @@ export interface ClientOptions {
    */
   failoverWaitMs?: number;
   /**
+   * With several servers: how long (ms) an append waits for a server's
+   * answer before it asks the others who sequences the log (default 1000;
+   * 0: never). If another server leads, or names another leader, the
+   * append is sent there and the stalled request abandoned (a frozen or
+   * cut-off leader holds it until its fault ends); otherwise it keeps
+   * waiting, asking again every stallWaitMs. So a client moves on within
+   * about a lease time plus stallWaitMs.
+   */
+  stallWaitMs?: number;
+  /**
    * A witness policy (its text, or parsed) every accepted pending RECEIPT
    * must stand under: the answer's checkpoint must carry valid cosignatures
    * of its quorum (a server in witness finality mode sends them), or the
@@ -68,7 +79,9 @@ export interface ClientOptions {
 
 /** The verified answer to an append. */
 export interface AppendResult {
-  verdict: "accepted" | "denied";
+  /** held: a pending RECEIPT that an approval rule holds (HTTP 202): durably logged, but not to be run until approved (DESIGN §7). */
+  verdict: "accepted" | "denied" | "held";
+  /** The statement is in the log (accepted or held). */
   /** The index of the entry: the statement, or the DENIAL of it. */
   index: number;
   accepted: boolean;
@@ -90,6 +103,20 @@ export interface AppendResult {
   proof: Uint8Array[];
   /** With a witness policy, for a pending RECEIPT: who cosigned checkpoint. */
   witnessed?: WitnessEvaluation;
+  /** Held: the receipt is logged and waits for approval (advisory fields: the runtime checks approvals itself). */
+  held?: boolean;
+  expires_at?: string;
+  rules?: { grant: string; rule_id: string; approvers: string[]; quorum: number }[];
+}
+
+/** The server's (advisory) state of a held receipt, GET /v1/approvals/{id}. */
+export interface ApprovalState {
+  receipt_id: string;
+  index: number;
+  state: "held" | "approved" | "rejected" | "expired" | "closed";
+  expires_at: string;
+  approvals?: { index: number; approval_id: string; actor: string; decision: string }[];
+  reason?: string;
 }
 
 /** An inclusion proof, verified. */
@@ -290,6 +317,7 @@ export class Client {
       retries: options.retries ?? 3,
       maxRetryWaitMs: options.maxRetryWaitMs ?? 2000,
       failoverWaitMs: options.failoverWaitMs ?? 15000,
+      stallWaitMs: options.stallWaitMs ?? 1000,
       witnessWaitMs: options.witnessWaitMs ?? 10000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     };
@@ -325,16 +353,22 @@ export class Client {
   /**
    * Fetches path and returns the body of a 200 answer. With several
    * servers, a transport failure or a 503 moves on to the next one, once
-   * round the list.
+   * round the list, and so does a server that gives no answer in
+   * stallWaitMs and does not answer /readyz either (it is frozen or cut
+   * off).
    */
   async get(path: string, limit = MAX_DOC, signal?: AbortSignal): Promise<Uint8Array> {
     for (let attempt = 0; ; attempt++) {
       const i = this.#cur % this.servers.length;
       const last = attempt + 1 >= this.servers.length || signal?.aborted === true;
       const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
+      const stalled = new AbortController();
+      const signals = [timeout, stalled.signal];
+      if (signal) signals.push(signal);
       let resp: Response;
       try {
-        resp = await this.#opts.fetch(this.servers[i] + path, { signal: signal ? anySignal([signal, timeout]) : timeout });
+        const sent = this.#opts.fetch(this.servers[i] + path, { signal: anySignal(signals) });
+        resp = last || this.#opts.stallWaitMs <= 0 ? await sent : await this.#unlessFrozen(sent, i, stalled);
       } catch (e) {
         if (last) throw new Error(`ledger server: GET ${path}: ${transportProblem(e)}`, { cause: e });
         this.#next(i);
@@ -375,12 +409,29 @@ export class Client {
       let wait: number;
       try {
         const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
-        const resp = await this.#opts.fetch(this.servers[i] + path, {
+        const stalled = new AbortController();
+        const signals = [timeout, stalled.signal];
+        if (signal) signals.push(signal);
+        const sent = this.#opts.fetch(this.servers[i] + path, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body,
-          signal: signal ? anySignal([signal, timeout]) : timeout,
+          signal: anySignal(signals),
         });
+        let resp: Response;
+        if (n > 1 && this.#opts.stallWaitMs > 0) {
+          const got = await this.#watch(sent, i);
+          if ("leader" in got) {
+            // Another server leads: go there now.
+            stalled.abort(new Error(`the sequencer moved to ${got.leader}`));
+            sent.then((r) => r.body?.cancel(), () => {});
+            this.#follow(got.leader);
+            continue;
+          }
+          resp = got.resp;
+        } else {
+          resp = await sent;
+        }
         if (resp.status !== 503 || !more) return resp;
         const he = await httpError(resp);
         wait = Math.max(he.retryAfterMs, 50 * 2 ** Math.min(attempt, 6));
@@ -402,6 +453,100 @@ export class Client {
       }
       if (wait > 0) await sleep(Math.min(wait, this.#opts.maxRetryWaitMs), signal);
     }
+  }
+
+  /**
+   * Waits for a request's answer; every stallWaitMs without one, asks the
+   * other servers who sequences the log, and gives up on server i once one
+   * of them leads or names another leader of the client's list.
+   */
+  async #watch(sent: Promise<Response>, i: number): Promise<{ resp: Response } | { leader: string }> {
+    let settled: { resp: Response } | undefined;
+    let failed = false;
+    let why: unknown;
+    const res = sent.then(
+      (r) => (settled = { resp: r }),
+      (e) => {
+        failed = true;
+        why = e;
+        throw e;
+      },
+    );
+    res.catch(() => {});
+    for (;;) {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      const stall = new Promise<undefined>((r) => {
+        t = setTimeout(() => r(undefined), this.#opts.stallWaitMs);
+      });
+      const w = await Promise.race([res, stall]).finally(() => clearTimeout(t));
+      if (w) return w;
+      const leader = await this.#leaderElsewhere(i);
+      if (settled) return settled;
+      if (failed) throw why;
+      if (leader) return { leader };
+    }
+  }
+
+  /**
+   * Waits for a read's answer; every stallWaitMs without one, asks server
+   * i's /readyz, and aborts the read (throwing) if that gets no answer in
+   * stallWaitMs either. A slow read on a live server is left alone.
+   */
+  async #unlessFrozen(sent: Promise<Response>, i: number, stalled: AbortController): Promise<Response> {
+    let settled: Response | undefined;
+    const res = sent.then((r) => (settled = r));
+    res.catch(() => {});
+    for (;;) {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      const stall = new Promise<undefined>((r) => {
+        t = setTimeout(() => r(undefined), this.#opts.stallWaitMs);
+      });
+      const w = await Promise.race([res, stall]).finally(() => clearTimeout(t));
+      if (w) return w;
+      let alive = false;
+      try {
+        const r = await this.#opts.fetch(this.servers[i] + "/readyz", { signal: AbortSignal.timeout(this.#opts.stallWaitMs) });
+        await r.body?.cancel();
+        alive = true;
+      } catch {
+        alive = false;
+      }
+      if (settled) return settled;
+      if (!alive) {
+        stalled.abort(new Error(`${this.servers[i]} gives no answer (frozen or cut off)`));
+        sent.then((r) => r.body?.cancel(), () => {});
+        throw new Error(`${this.servers[i]} gives no answer`);
+      }
+    }
+  }
+
+  /** Asks every server but i (at once, each for at most stallWaitMs) who leads; a leader of the list other than server i, or "". */
+  async #leaderElsewhere(i: number): Promise<string> {
+    const me = this.servers[i];
+    const asks = this.servers.map(async (b, j) => {
+      if (j === i) return "";
+      try {
+        const r = await this.#opts.fetch(b + "/readyz", { signal: AbortSignal.timeout(this.#opts.stallWaitMs) });
+        const text = await r.text();
+        let leader = "";
+        for (const line of text.split("\n")) {
+          if (line === "role leader") leader = b;
+          else if (!leader && line.startsWith("leader ") && line.includes("://")) leader = line.slice(7).trim().replace(/\/+$/, "");
+        }
+        return leader;
+      } catch {
+        return "";
+      }
+    });
+    return new Promise((resolve) => {
+      let left = asks.length;
+      for (const a of asks) {
+        a.then((l) => {
+          if (l && l !== me && this.servers.includes(l)) resolve(l);
+          if (--left === 0) resolve("");
+        });
+      }
+    });
   }
 
   /** openCheckpoint verifies a signed checkpoint by the log's keys and returns its content (throws UnverifiedError). */
@@ -443,7 +588,7 @@ export class Client {
       const he = await httpError(resp);
       throw new RefusedError(he.status, he.reasonCode, he.reason);
     }
-    if (resp.status !== 200 && resp.status !== 403) throw await httpError(resp);
+    if (resp.status !== 200 && resp.status !== 202 && resp.status !== 403) throw await httpError(resp);
     const body = await readBody(resp, MAX_ANSWER);
     let doc: Record<string, unknown>;
     try {
@@ -521,7 +666,7 @@ export class Client {
   /** Checks an append answer (see append). */
   async #verifyAnswer(doc: Record<string, unknown>, own: ParsedEnvelope, status: number, signal?: AbortSignal): Promise<AppendResult> {
     const verdict = doc.verdict;
-    if (!((verdict === "accepted" && status === 200) || (verdict === "denied" && status === 403))) {
+    if (!((verdict === "accepted" && status === 200) || (verdict === "held" && status === 202) || (verdict === "denied" && status === 403))) {
       throw new UnverifiedError(`verdict ${JSON.stringify(verdict)} with HTTP ${status}`);
     }
     if (typeof doc.checkpoint !== "string") throw new UnverifiedError("the answer has no checkpoint");
@@ -548,11 +693,18 @@ export class Client {
       throw new UnverifiedError(`leaf ${index}: ${(e as Error).message}`);
     }
     const result: AppendResult = {
-      verdict, index, accepted: verdict === "accepted", duplicate: doc.duplicate === true,
+      verdict, index, accepted: verdict === "accepted" || verdict === "held", duplicate: doc.duplicate === true,
       notes: Array.isArray(doc.notes) ? doc.notes.map(String) : [], leaf, entry, checkpoint: cp, checkpointText: doc.checkpoint, proof,
     };
-    if (verdict === "accepted") {
+    if (verdict === "accepted" || verdict === "held") {
       if (dedupHash(entry.envelope) !== dedupHash(own)) throw new UnverifiedError(`leaf ${index} holds another envelope than the one submitted`);
+      if (verdict === "held") {
+        const st = entry.statement as { type: string; result?: string };
+        if (st.type !== "RECEIPT" || st.result !== "pending") throw new UnverifiedError(`a ${st.type} answered held; only a pending RECEIPT is held`);
+        result.held = true;
+        if (typeof doc.expires_at === "string") result.expires_at = doc.expires_at;
+        if (Array.isArray(doc.rules)) result.rules = doc.rules as AppendResult["rules"];
+      }
       return result;
     }
     // A denial: the leaf is a DENIAL, signed by the log's DENIAL key, of
@@ -680,6 +832,33 @@ export class Client {
   /** bundle fetches the custody-bundle/v1 of a statement id (wholeWorkflow: up to the workflow's latest entry). Not verified: see verifyBundle. */
   async bundle(id: string, wholeWorkflow = false, signal?: AbortSignal): Promise<Bundle> {
     return this.getJSON<Bundle>(`/v1/bundle/${encodeURIComponent(id)}${wholeWorkflow ? "?workflow=1" : ""}`, signal);
+  }
+
+  /**
+   * approvalState asks the server for a held receipt's state (GET
+   * /v1/approvals/{id}), waiting up to waitMs (at most 60000, and below the
+   * request timeout) for it to leave "held". Advisory only: never run a
+   * step on this answer; checkApproval decides from a verified bundle.
+   */
+  async approvalState(receiptId: string, waitMs = 0, signal?: AbortSignal): Promise<ApprovalState> {
+    const w = Math.floor(Math.max(0, Math.min(waitMs, 60000, this.#opts.timeoutMs - 1000)));
+    return this.getJSON<ApprovalState>(`/v1/approvals/${encodeURIComponent(receiptId)}${w > 0 ? `?wait=${w}` : ""}`, signal);
+  }
+
+  /**
+   * checkApproval fetches the workflow bundle of subject (default the
+   * receipt; give the newest APPROVAL's id so that the bundle's trust chain
+   * binds every approver's key), verifies it against the log's keys and
+   * decides the held receipt's state itself (see the function
+   * checkApproval). A bundle that does not verify is an UnverifiedError.
+   */
+  async checkApproval(receiptId: string, subject = receiptId, stepId?: string, signal?: AbortSignal): Promise<ApprovalCheck> {
+    const b = await this.bundle(subject, true, signal);
+    try {
+      return checkApproval(b, this.keys.toString(), receiptId, stepId);
+    } catch (e) {
+      throw new UnverifiedError(`the approvals of ${receiptId}: ${(e as Error).message}`);
+    }
   }
 
   /** bundleAt is bundle for the entry at index. */

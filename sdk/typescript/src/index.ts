@@ -33,9 +33,13 @@ export { leafHash, nodeHash, verifyInclusion, verifyConsistency, rootFromInclusi
 export { KeySet, parseVerifierKey, verifierKeyOf, openNote } from "./note.js";
 export type { Checkpoint, VerifierKey } from "./note.js";
 export { Client, checkEntry } from "./client.js";
+export type { ApprovalState } from "./client.js";
 export type { ClientOptions, AppendResult, Inclusion, Consistency, KeySeq, LogInfo } from "./client.js";
 export type { Entry, EventStreamOptions } from "./events.js";
 export { verifyBundle, BUNDLE_FORMAT } from "./bundle.js";
 export type { Bundle, BundleVerdict, BundleCheck } from "./bundle.js";
-export { Runtime, StoppedError, DeniedError, NotExecutedError, newId } from "./runtime.js";
+export { Runtime, StoppedError, DeniedError, NotExecutedError, NotApprovedError, paramsSha256, newId } from "./runtime.js";
+export type { ApprovalFailure } from "./runtime.js";
+export { checkApproval, ruleMatches } from "./approval.js";
+export type { ApprovalCheck, ApprovalStateName } from "./approval.js";
 export type { Step, Outcome, Hooks, GrantSpec, StopSpec, Execution, RuntimeOptions, Unsigned } from "./runtime.js";

@@ -6,12 +6,14 @@
  * acceptance, a connected STOP watch, only then the step, then its outcome.
  * It fails closed.
  */
-import { randomBytes } from "node:crypto";
-import { AppendResult, Client } from "./client.js";
+import { createHash, randomBytes } from "node:crypto";
+import type { ApprovalCheck } from "./approval.js";
+import { canonicalize } from "./canonical.js";
+import { AppendResult, ApprovalState, Client } from "./client.js";
 import { HTTPError, RefusedError } from "./errors.js";
 import type { Entry } from "./events.js";
 import { PrivateKey } from "./keys.js";
-import { formatTime, optionalSet, canonicalSet } from "./scope.js";
+import { ApprovalRule, formatTime, optionalSet, canonicalSet } from "./scope.js";
 import { Confirm, Delegate, GrantFields, Receipt, Resume, Revoke, seal, signStatement, Statement, Stop } from "./statement.js";
 
 /** A statement before the runtime fills its header. */
@@ -32,6 +34,12 @@ export interface Step {
   scopeHash?: string;
   /** Every limit key in force on the chain must be reserved (0 is allowed). */
   reserve?: Record<string, number>;
+  /**
+   * The exact call (e.g. a tool call's arguments): its JCS SHA-256 is the
+   * pending receipt's params_sha256, shown to approvers, and is recomputed
+   * before a held step runs.
+   */
+  params?: unknown;
 }
 
 /** What a step did. Returning nothing records success (a thrown error records failure). */
@@ -77,6 +85,8 @@ export interface GrantSpec {
   revocable?: boolean;
   /** CONFIRM only. */
   risk?: "low" | "medium" | "high";
+  /** Approval rules (DESIGN §7), written sorted by rule_id. */
+  approvals?: ApprovalRule[];
 }
 
 /** A STOP to write. */
@@ -126,6 +136,8 @@ export interface Execution {
   outcome?: AppendResult;
   /** The STOP that aborted the step, if one did. */
   stopped?: StoppedError;
+  /** For a held step: the runtime's own check that it was approved. */
+  approval?: ApprovalCheck;
 }
 
 /** newId returns a fresh statement id: <prefix>_<16 random hex digits>. */
@@ -142,6 +154,24 @@ export interface RuntimeOptions {
   now?: () => Date;
   /** How long execute waits for the workflow's event stream before refusing to run a step (ms, default 10000). */
   watchTimeoutMs?: number;
+  /** How long execute waits for a held step's approval (ms, default 600000); past it the step does not run (approval_timeout). */
+  approvalWaitMs?: number;
+}
+
+/** The reasons a held step does not run; its failure outcome's error starts with one. */
+export type ApprovalFailure = "approval_rejected" | "approval_expired" | "approval_closed" | "approval_timeout" | "ledger_unavailable" | "approval_mismatch";
+
+/** A held step that did not run, and why (execute rejects with a NotExecutedError whose cause is this). */
+export class NotApprovedError extends Error {
+  override name = "NotApprovedError";
+  constructor(readonly code: ApprovalFailure, reason: string) {
+    super(`${code}: ${reason}`);
+  }
+}
+
+/** paramsSha256 is the lowercase hex SHA-256 of the JCS of a call's parameters. */
+export function paramsSha256(params: unknown): string {
+  return createHash("sha256").update(canonicalize(params)).digest("hex");
 }
 
 /** A Runtime signs as one key and appends through one Client. Appends are made one at a time, so each carries the next seq. */
@@ -151,6 +181,7 @@ export class Runtime {
   readonly hooks: Hooks;
   now: () => Date;
   watchTimeoutMs: number;
+  approvalWaitMs: number;
   #name: string;
   #next = 0;
   #queue: Promise<unknown> = Promise.resolve();
@@ -162,6 +193,7 @@ export class Runtime {
     this.#name = options.name ?? "";
     this.now = options.now ?? (() => new Date());
     this.watchTimeoutMs = options.watchTimeoutMs ?? 10000;
+    this.approvalWaitMs = options.approvalWaitMs ?? 600000;
   }
 
   /** The runtime's bound name ("" until known). */
@@ -226,6 +258,7 @@ export class Runtime {
     if (principals) scope.principals = principals;
     const out: GrantFields = { grantee: { name: g.grantee, public_key: key }, scope, ttl_seconds: g.ttlSeconds, revocable: g.revocable ?? false, scope_hash: "" };
     if (g.limits && Object.keys(g.limits).length > 0) out.limits = { ...g.limits };
+    if (g.approvals && g.approvals.length > 0) out.approvals = [...g.approvals].sort((a, b) => (a.rule_id < b.rule_id ? -1 : a.rule_id > b.rule_id ? 1 : 0));
     return out;
   }
 
@@ -328,6 +361,7 @@ export class Runtime {
     if (step.workflow) pending.workflow_id = step.workflow;
     if (step.scopeHash) pending.scope_hash = step.scopeHash;
     if (step.reserve && Object.keys(step.reserve).length > 0) pending.reserve = step.reserve;
+    if (step.params !== undefined) pending.params_sha256 = paramsSha256(step.params);
     let answer: AppendResult;
     try {
       answer = await this.receipt(pending);
@@ -340,6 +374,17 @@ export class Runtime {
     }
     ex.pending = answer;
     const s: Required<Pick<Step, "workflow" | "scopeHash" | "receiptId">> & Step = { ...step, workflow: pending.workflow_id!, scopeHash: pending.scope_hash!, receiptId };
+    if (answer.held) {
+      // A person must approve this exact step first (DESIGN §7): wait, then
+      // verify the APPROVALs ourselves, or record why it did not run.
+      try {
+        ex.approval = await this.#awaitApproval(s);
+      } catch (e) {
+        const err = e instanceof NotApprovedError ? e : new NotApprovedError("ledger_unavailable", (e as Error).message);
+        await this.#outcome(s, ex, { result: "failure", error: err.message }).catch(() => undefined);
+        throw new NotExecutedError(err.message, ex, { cause: err });
+      }
+    }
 
     // Watch the workflow from just after the pending receipt: every STOP
     // logged after it is seen, none is missed between the two.
@@ -396,6 +441,85 @@ export class Runtime {
     if (threw) throw ferr;
     if (oerr) throw oerr;
     return ex;
+  }
+
+  /**
+   * Waits for a held receipt's approval: the server's long poll says when
+   * something changed (advisory), then the runtime fetches the workflow's
+   * bundle, verifies it and decides from the APPROVALs it proves. Once
+   * approved it checks again against a fresh bundle (a fresh checkpoint)
+   * that nothing closed the receipt, that the deadline has not passed, and
+   * that params_sha256 is the call's. Anything else throws a
+   * NotApprovedError naming the reason.
+   */
+  async #awaitApproval(s: Step & { receiptId: string }): Promise<ApprovalCheck> {
+    const id = s.receiptId;
+    const limit = Date.now() + this.approvalWaitMs;
+    let deadline = Infinity; // ms, known from the first verified check
+    let lastError = "";
+    let subject = id;
+    const check = async (): Promise<ApprovalCheck | undefined> => {
+      try {
+        const c = await this.client.checkApproval(id, subject, s.stepId);
+        if (c.deadlineNs !== undefined) deadline = Number(c.deadlineNs / 1_000_000n);
+        lastError = "";
+        return c;
+      } catch (e) {
+        lastError = (e as Error).message;
+        return undefined;
+      }
+    };
+    const decided = (c: ApprovalCheck): boolean => {
+      switch (c.state) {
+        case "approved":
+          return true;
+        case "rejected":
+          throw new NotApprovedError("approval_rejected", c.reason);
+        case "closed":
+          throw new NotApprovedError("approval_closed", c.reason);
+        case "not_held":
+          throw new NotApprovedError("approval_closed", `the ledger held ${id}, but ${c.reason}`);
+      }
+      if (Date.now() >= deadline) throw new NotApprovedError("approval_expired", `${c.reason}, and the deadline has passed`);
+      return false;
+    };
+    let approved: ApprovalCheck | undefined;
+    let first = await check();
+    if (first && decided(first)) approved = first;
+    while (!approved) {
+      const left = Math.min(limit, deadline) - Date.now();
+      if (left <= 0) break;
+      let st: ApprovalState | undefined;
+      try {
+        st = await this.client.approvalState(id, left);
+      } catch (e) {
+        lastError = (e as Error).message;
+        await new Promise((r) => setTimeout(r, Math.min(500, Math.max(0, left))));
+        continue;
+      }
+      if (st.state === "held" && first) continue;
+      const last = (st.approvals ?? []).reduce<{ index: number; approval_id: string } | undefined>((a, b) => (!a || b.index > a.index ? b : a), undefined);
+      subject = last?.approval_id ?? id;
+      const c = await check();
+      first ??= c;
+      if (c && decided(c)) approved = c;
+      else if (!c || st.state !== "held") await new Promise((r) => setTimeout(r, 200));
+    }
+    if (!approved) {
+      if (Date.now() >= deadline) throw new NotApprovedError("approval_expired", `receipt ${id} was not approved before its deadline ${new Date(deadline).toISOString()}`);
+      if (lastError) throw new NotApprovedError("ledger_unavailable", `receipt ${id}: ${lastError}`);
+      throw new NotApprovedError("approval_timeout", `receipt ${id} was not approved within ${this.approvalWaitMs} ms`);
+    }
+    // Immediately before running: a fresh bundle, checked again.
+    const fresh = await check();
+    if (!fresh) throw new NotApprovedError("ledger_unavailable", `receipt ${id}: no fresh verified bundle: ${lastError}`);
+    if (!decided(fresh)) throw new NotApprovedError("approval_closed", fresh.reason);
+    if (Date.now() >= deadline) throw new NotApprovedError("approval_expired", `receipt ${id} was approved, but its deadline ${fresh.deadline} has passed`);
+    const want = fresh.receipt?.params_sha256;
+    if (want !== undefined && (s.params === undefined || paramsSha256(s.params) !== want)) {
+      throw new NotApprovedError("approval_mismatch", `receipt ${id} approved params_sha256 ${want}, and the call about to run hashes to ${s.params === undefined ? "nothing" : paramsSha256(s.params)}`);
+    }
+    return fresh;
   }
 
   #onEntry(e: Entry, s: Step & { workflow: string }, name: string, ex: Execution, stepCtrl: AbortController): void {

@@ -147,6 +147,21 @@ def parse_servers(url: Union[str, Sequence[str]]) -> list[str]:
     return out
 
 
+class NoBatchError(HTTPError):
+    """The server has no batch endpoint (an older one): append one at a time."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, "", message)
+
+
+def _env_bytes(envelope: Union[str, bytes, Mapping[str, Any]]) -> bytes:
+    if isinstance(envelope, Mapping):
+        return envelope_bytes(envelope)
+    if isinstance(envelope, str):
+        return envelope.encode("utf-8")
+    return bytes(envelope)
+
+
 # The sans-IO protocol between a request flow and its driver.
 @dataclass
 class _Req:
@@ -319,12 +334,7 @@ class _Core:
                 yield _Sleep(min(wait, self.max_retry_wait) * (0.75 + random.random() / 2))
 
     def _append(self, envelope: Union[str, bytes, Mapping[str, Any]]) -> Flow:
-        if isinstance(envelope, Mapping):
-            body = envelope_bytes(envelope)
-        elif isinstance(envelope, str):
-            body = envelope.encode("utf-8")
-        else:
-            body = bytes(envelope)
+        body = _env_bytes(envelope)
         own: Optional[ParsedEnvelope] = None
         own_err: Optional[Exception] = None
         try:
@@ -346,6 +356,60 @@ class _Core:
         if res.accepted and self.witness_policy is not None and own.kind == "RECEIPT" and res.statement.get("result") == "pending":
             yield from self._require_witnessed(res)
         return res
+
+    def _append_batch(self, envelopes: Sequence[bytes]) -> Flow:
+        """Appends envelopes in one request (POST /v1/entries/batch); the ledger decides them in order.
+        Returns, per envelope, its verified AppendResult or the error it got (RefusedError ``withdrawn``
+        for a statement after one that was not accepted). Raises NoBatchError when the server has no
+        batch endpoint."""
+        owns: list[Optional[ParsedEnvelope]] = []
+        for e in envelopes:
+            try:
+                owns.append(parse_envelope(e))
+            except CustodyFormatError:
+                owns.append(None)
+        body = b'{"envelopes":[' + b",".join(envelopes) + b"]}"
+        r = yield from self._post_limited("/v1/entries/batch", body, MAX_ANSWER * len(envelopes) + 4096)
+        if r.status in (404, 405):
+            raise NoBatchError("the server has no batch endpoint")
+        if r.status != 200:
+            raise _http_error(r)
+        doc = _json(r.body, "the batch answer")
+        answers = doc.get("answers") if isinstance(doc, dict) else None
+        if not isinstance(answers, list) or len(answers) != len(envelopes):
+            raise UnverifiedError(f"{len(answers) if isinstance(answers, list) else 'no'} answers to a batch of {len(envelopes)}")
+        out: list[Any] = []
+        for own, a in zip(owns, answers):
+            status = a.get("status") if isinstance(a, dict) else None
+            raw = json.dumps(a.get("body")).encode() if isinstance(a, dict) else b""
+            if status in (200, 202, 403):
+                if own is None:
+                    out.append(UnverifiedError("the server decided an envelope that does not parse"))
+                    continue
+                try:
+                    res = yield from self._verify_answer(a["body"] if isinstance(a.get("body"), dict) else {}, own, status)
+                    out.append(res)
+                except UnverifiedError as e:
+                    out.append(e)
+            else:
+                ra = str(a.get("retry_after", "")) if isinstance(a, dict) else ""
+                he = _http_error(_Resp(int(status or 0), {"retry-after": ra}, raw))
+                if he.status in (400, 409, 413, 429):
+                    out.append(RefusedError(he.status, he.reason_code, he.reason))
+                else:
+                    out.append(he)
+        return out
+
+    def _post_limited(self, path: str, body: bytes, limit: int) -> Flow:
+        gen = self._post(path, body)
+        item = next(gen)
+        try:
+            while True:
+                if isinstance(item, _Req):
+                    item.limit = limit
+                item = gen.send((yield item))
+        except StopIteration as s:
+            return s.value
 
     def _verify_answer(self, doc: dict, own: ParsedEnvelope, status: int) -> Flow:
         verdict = doc.get("verdict")
@@ -602,6 +666,11 @@ class Client(_Core):
         """
         return self._run(self._append(envelope))
 
+    def append_batch(self, envelopes: Sequence[Union[str, bytes, Mapping[str, Any]]]) -> list[Any]:
+        """Appends envelopes in one request (decided in order); per envelope its verified AppendResult
+        or its error. Raises NoBatchError when the server has no batch endpoint."""
+        return self._run(self._append_batch([_env_bytes(e) for e in envelopes]))
+
     def head(self) -> tuple[Checkpoint, str]:
         """The latest checkpoint, verified, and its text."""
         return self._run(self._head())
@@ -638,11 +707,13 @@ class Client(_Core):
         return self._run(self._approval(receipt_id, wait_ms))
 
     def events(self, workflow_id: str, after: int = 0, *, idle_timeout: float = 45.0,
-               on_connect: Optional[Callable[[int], None]] = None, stop: Optional[Callable[[], bool]] = None) -> Iterator[Entry]:
-        """Follows a workflow's entries after index ``after``, reconnecting with the last index seen."""
+               on_connect: Optional[Callable[[int], None]] = None, stop: Optional[Callable[[], bool]] = None,
+               kinds: Optional[Sequence[str]] = None) -> Iterator[Entry]:
+        """Follows a workflow's entries after index ``after``, reconnecting with the last index seen
+        (``kinds``: only entries of those kinds are read and yielded)."""
         from .events import sync_events
 
-        return sync_events(self, workflow_id, after, idle_timeout=idle_timeout, on_connect=on_connect, stop=stop)
+        return sync_events(self, workflow_id, after, idle_timeout=idle_timeout, on_connect=on_connect, stop=stop, kinds=kinds)
 
 
 class AsyncClient(_Core):
@@ -693,6 +764,10 @@ class AsyncClient(_Core):
     async def append(self, envelope: Union[str, bytes, Mapping[str, Any]]) -> AppendResult:
         return await self._run(self._append(envelope))
 
+    async def append_batch(self, envelopes: Sequence[Union[str, bytes, Mapping[str, Any]]]) -> list[Any]:
+        """Appends envelopes in one request; per envelope its verified AppendResult or its error."""
+        return await self._run(self._append_batch([_env_bytes(e) for e in envelopes]))
+
     async def head(self) -> tuple[Checkpoint, str]:
         return await self._run(self._head())
 
@@ -727,8 +802,11 @@ class AsyncClient(_Core):
         return await self._run(self._approval(receipt_id, wait_ms))
 
     def events(self, workflow_id: str, after: int = 0, *, idle_timeout: float = 45.0,
-               on_connect: Optional[Callable[[int], None]] = None) -> AsyncIterator[Entry]:
-        """Follows a workflow's entries after index ``after`` (an async iterator), reconnecting with the last index seen."""
+               on_connect: Optional[Callable[[int], None]] = None, kinds: Optional[Sequence[str]] = None,
+               on_disconnect: Optional[Callable[[BaseException], None]] = None) -> AsyncIterator[Entry]:
+        """Follows a workflow's entries after index ``after`` (an async iterator), reconnecting with the
+        last index seen (``kinds``: only entries of those kinds are read and yielded)."""
         from .events import async_events
 
-        return async_events(self, workflow_id, after, idle_timeout=idle_timeout, on_connect=on_connect)
+        return async_events(self, workflow_id, after, idle_timeout=idle_timeout, on_connect=on_connect, kinds=kinds,
+                            on_disconnect=on_disconnect)

@@ -23,11 +23,23 @@ from typing import Any, Awaitable, Callable, Mapping, Optional, Union
 
 from .approval import ApprovalState, decide
 from .canonical import canonicalize
-from .client import AppendResult, AsyncClient, Entry
+from .client import AppendResult, AsyncClient, Entry, NoBatchError
+from .envelope import envelope_bytes
 from .errors import CustodyError, HTTPError, RefusedError, UnverifiedError
 from .keys import PrivateKey
 from .scope import canonical_set, format_time, optional_set
 from .statement import seal, sign_statement
+
+
+#: The most statements a Runtime sends in one batch.
+MAX_BATCH = 128
+
+
+@dataclass
+class _Queued:
+    st: dict
+    fut: "asyncio.Future[Any]"
+    tries: int = 0
 
 
 def new_id(prefix: str) -> str:
@@ -166,7 +178,10 @@ class Runtime:
         self.approval_timeout = approval_timeout
         self._name = name
         self._next = 0
-        self._lock = asyncio.Lock()
+        self._queue: list[_Queued] = []
+        self._watches: dict[str, _Watch] = {}
+        self._sending = False
+        self._no_batch = False
         # An accepted grant's scope_hash and workflow never change: read once, by grant id.
         self._grants: dict[str, tuple[str, str]] = {}
 
@@ -175,34 +190,130 @@ class Runtime:
         return self._name
 
     async def append(self, st: dict) -> AppendResult:
-        """Fills a statement's header, seals, signs and appends it; returns the verified answer."""
-        async with self._lock:
-            if self._next == 0 or not self._name:
+        """Fills a statement's header, seals, signs and appends it; returns the verified answer.
+
+        Concurrent appends go together, with consecutive seqs, in one batch
+        request (POST /v1/entries/batch), which the ledger decides in order,
+        as the Go runtime does. A statement the ledger withdrew because one
+        before it in its batch was not accepted is signed again with the
+        right seq and sent again, so each caller sees its own decision.
+        """
+        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Queued(st, fut))
+        if not self._sending:
+            self._sending = True
+            asyncio.ensure_future(self._drive())
+        return await fut
+
+    async def _drive(self) -> None:
+        try:
+            while self._queue:
+                n = 1 if self._no_batch else MAX_BATCH
+                rnd, self._queue = self._queue[:n], self._queue[n:]
+                try:
+                    requeue = await self._send(rnd)
+                except BaseException as e:  # never leave a caller waiting
+                    for q in rnd:
+                        if not q.fut.done():
+                            q.fut.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
+                    requeue = []
+                self._queue = requeue + self._queue
+        finally:
+            self._sending = False
+
+    async def _send(self, rnd: list["_Queued"]) -> list["_Queued"]:
+        live = [q for q in rnd if not q.fut.done()]
+        if not live:
+            return []
+
+        def finish(q: _Queued, res: Any) -> None:
+            if q.fut.done():
+                return
+            if isinstance(res, BaseException):
+                q.fut.set_exception(res)
+            else:
+                q.fut.set_result(res)
+
+        if self._next == 0 or not self._name:
+            try:
                 ks = await self.client.key_seq(self.key.key_id)
-                self._next = ks["next_seq"]
-                if not self._name:
-                    if not ks.get("bound") or not ks.get("name"):
-                        raise ValueError(f"key {self.key.key_id} is not bound in the log: give the runtime its name")
-                    self._name = ks["name"]
-            st["timestamp"] = format_time(self.now())
+                if not self._name and (not ks.get("bound") or not ks.get("name")):
+                    raise ValueError(f"key {self.key.key_id} is not bound in the log: give the runtime its name")
+            except Exception as e:
+                for q in live:
+                    finish(q, e)
+                return []
+            self._next = ks["next_seq"]
+            if not self._name:
+                self._name = ks["name"]
+        now = format_time(self.now())
+        sent: list[_Queued] = []
+        envs: list[bytes] = []
+        for q in live:
+            st = q.st
+            st["timestamp"] = now
             st["log"] = self.client.origin
             st["actor"] = self._name
-            st["seq"] = self._next
-            seal(st)
-            env = sign_statement(st, self.key)
+            st["seq"] = self._next + len(sent)
             try:
-                answer = await self.client.append(env)
-            except RefusedError:
-                raise
-            except BaseException:
+                seal(st)
+                envs.append(envelope_bytes(sign_statement(st, self.key)))
+            except Exception as e:
+                finish(q, e)
+                continue
+            sent.append(q)
+        if not sent:
+            return []
+        results: list[Any]
+        if len(sent) == 1:
+            try:
+                results = [await self.client.append(envs[0])]
+            except RefusedError as e:
+                results = [e]
+            except Exception as e:
                 self._next = 0  # the outcome is unknown: ask the ledger next time
-                raise
-            if answer.accepted or answer.held:
-                self._next = st["seq"] + 1
-            elif answer.reason_code == "seq_mismatch":
+                finish(sent[0], e)
+                return []
+        else:
+            try:
+                results = await self.client.append_batch(envs)
+            except NoBatchError:
+                self._no_batch = True
+                return sent  # one at a time from now on
+            except Exception as e:
                 self._next = 0
-        await _call(self.hooks.emit_receipt, answer)
-        return answer
+                for q in sent:
+                    finish(q, e)
+                return []
+        requeue: list[_Queued] = []
+        broken = False
+        for q, res in zip(sent, results):
+            withdrawn = isinstance(res, RefusedError) and res.reason_code == "withdrawn"
+            mismatch = isinstance(res, AppendResult) and res.verdict == "denied" and res.reason_code == "seq_mismatch"
+            if withdrawn and broken:
+                requeue.append(q)  # not decided: signed again with the right seq in the next round
+                continue
+            if isinstance(res, AppendResult) and res.verdict in ("accepted", "held"):
+                self._next = q.st["seq"] + 1
+            elif (mismatch or isinstance(res, RefusedError)) and broken and q.tries < 3:
+                q.tries += 1
+                requeue.append(q)
+                continue
+            elif mismatch:
+                self._next = 0
+                broken = True
+            elif isinstance(res, (AppendResult, RefusedError)):
+                broken = True
+            else:
+                self._next = 0
+                broken = True
+            if isinstance(res, AppendResult):
+                try:
+                    await _call(self.hooks.emit_receipt, res)
+                except Exception:
+                    pass
+            finish(q, res)
+        return requeue
 
     async def append_or_raise(self, st: dict) -> AppendResult:
         a = await self.append(st)
@@ -384,27 +495,37 @@ class Runtime:
         s = Step(**{**step.__dict__, "workflow": st["workflow_id"], "scope_hash": st["scope_hash"], "receipt_id": receipt_id})
         return StepRun(self, s, Execution(), e.index, st, True)
 
-    async def _watch(self, s: Step, after: int, ex: Execution, ctx: StepContext, connected: asyncio.Event,
-                     task: Callable[[], Optional["asyncio.Task[Any]"]]) -> None:
-        name = self._name
-        async for e in self.client.events(s.workflow or "", after, on_connect=lambda _: connected.set()):
-            st = e.statement
-            if st["type"] != "STOP":
-                continue
-            if st.get("takeover_to") and st["takeover_to"] == name:
-                await _call(self.hooks.on_takeover, st, e.index)
-            sid = st.get("step_id")
-            covers = st["workflow_id"] == s.workflow and (st["stop_scope"] == "chain" or s.step_id == sid or s.step_id.startswith(f"{sid}/"))
-            if not covers:
-                continue
-            await _call(self.hooks.on_stop, st, e.index)
-            if ex.stopped is None:
-                ex.stopped = StoppedError(st, e.index)
-                ctx.stop = ex.stopped
-            ctx.stopped.set()
-            t = task()
-            if t is not None:
-                t.cancel()
+    async def _subscribe(self, sub: "_Sub") -> "_Watch":
+        """Registers a running step with its workflow's STOP watch: one event stream per workflow,
+        shared by the runtime's steps, so that a STOP logged after the step's pending receipt
+        reaches it. STOPs the stream saw before the step registered, and (when the stream started
+        after the step's pending receipt) those between the two, are checked at once."""
+        wf = sub.step.workflow or ""
+        w = self._watches.get(wf)
+        if w is None or w.task.done():
+            w = _Watch(self, wf, sub.after)
+            self._watches[wf] = w
+        w.subs.add(sub)
+        if w.close_handle is not None:
+            w.close_handle.cancel()
+            w.close_handle = None
+        for idx, st in list(w.stops):
+            if idx > sub.after:
+                await sub.deliver(st, idx)
+        if w.start_after > sub.after:
+            # The shared stream started after this step's pending receipt: read the gap once.
+            for e in await self.client.workflow(wf, sub.after):
+                if e.index > w.start_after:
+                    break
+                if e.statement["type"] == "STOP":
+                    await sub.deliver(e.statement, e.index)
+        return w
+
+    def _unsubscribe(self, w: "_Watch", sub: "_Sub") -> None:
+        w.subs.discard(sub)
+        if not w.subs and not w.task.done():
+            # Kept a moment for the next step of the workflow, then closed.
+            w.close_handle = asyncio.get_running_loop().call_later(WATCH_LINGER, w.close)
 
     async def _outcome(self, s: Step, ex: Execution, out: Outcome) -> None:
         doc: dict[str, Any] = {"workflow_id": s.workflow, "step_id": s.step_id, "action": s.action, "target": s.target,
@@ -514,15 +635,15 @@ class StepRun:
         if params is not None and self.statement.get("params_sha256") is not None and self.statement["params_sha256"] != params_sha256(params):
             await self.abandon("approval_mismatch", "the call about to be made is not the one the pending receipt names (params_sha256)")
         ctx = StepContext(s, ex.pending)
-        task: Optional[asyncio.Task[Any]] = None
-        connected = asyncio.Event()
-        watch = asyncio.create_task(rt._watch(s, self.index, ex, ctx, connected, lambda: task))
+        sub = _Sub(rt, s, self.index, ex, ctx)
         out = Outcome()
         ferr: Optional[BaseException] = None
+        watch: Optional[_Watch] = None
         try:
             try:
-                await asyncio.wait_for(connected.wait(), rt.watch_timeout)
-            except asyncio.TimeoutError:
+                watch = await asyncio.wait_for(rt._subscribe(sub), rt.watch_timeout)
+                await asyncio.wait_for(watch.connected.wait(), rt.watch_timeout)
+            except (asyncio.TimeoutError, HTTPError, UnverifiedError, OSError):
                 await self.abandon("ledger_unavailable", f"no event stream for workflow {s.workflow} within {rt.watch_timeout} s, so a STOP could not reach the step")
             if self.held:
                 # Immediately before running: a fresh verified look that it is approved, not closed, not past its deadline.
@@ -542,6 +663,7 @@ class StepRun:
                 task = asyncio.ensure_future(fn(ctx))
             else:
                 task = asyncio.ensure_future(asyncio.to_thread(fn, ctx))
+            sub.task = task
             if ex.stopped is not None:
                 task.cancel()
             try:
@@ -557,9 +679,8 @@ class StepRun:
             except Exception as e:  # the step's own failure: recorded, then raised
                 ferr = e
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watch
+            if watch is not None:
+                rt._unsubscribe(watch, sub)
         if ferr is not None:
             msg = str(ferr) or type(ferr).__name__
             if ex.stopped is not None and ferr is not ex.stopped:
@@ -576,3 +697,74 @@ class StepRun:
         if oerr is not None:
             raise oerr
         return ex
+
+
+#: How long a workflow's STOP watch stays open after its last step ends (seconds).
+WATCH_LINGER = 2.0
+
+
+class _Sub:
+    """A running step, as its workflow's watch sees it."""
+
+    def __init__(self, rt: Runtime, step: Step, after: int, ex: Execution, ctx: StepContext) -> None:
+        self.rt, self.step, self.after, self.ex, self.ctx = rt, step, after, ex, ctx
+        self.task: Optional["asyncio.Task[Any]"] = None
+
+    def covers(self, st: dict) -> bool:
+        sid = st.get("step_id")
+        return st["workflow_id"] == self.step.workflow and (
+            st["stop_scope"] == "chain" or self.step.step_id == sid or self.step.step_id.startswith(f"{sid}/"))
+
+    async def deliver(self, st: dict, index: int) -> None:
+        if index <= self.after or not self.covers(st):
+            return
+        await _call(self.rt.hooks.on_stop, st, index)
+        if self.ex.stopped is None:
+            self.ex.stopped = StoppedError(st, index)
+            self.ctx.stop = self.ex.stopped
+        self.ctx.stopped.set()
+        if self.task is not None:
+            self.task.cancel()
+
+
+class _Watch:
+    """One event stream of a workflow, reading only its STOPs, shared by the runtime's running steps."""
+
+    def __init__(self, rt: Runtime, workflow: str, after: int) -> None:
+        self.rt = rt
+        self.workflow = workflow
+        self.start_after = after
+        self.subs: set[_Sub] = set()
+        self.stops: list[tuple[int, dict]] = []
+        self.connected = asyncio.Event()
+        self.close_handle: Optional[asyncio.TimerHandle] = None
+        self.task = asyncio.ensure_future(self._run())
+
+    def close(self) -> None:
+        if not self.subs:
+            self.task.cancel()
+            if self.rt._watches.get(self.workflow) is self:
+                del self.rt._watches[self.workflow]
+
+    async def _run(self) -> None:
+        rt = self.rt
+        try:
+            async for e in rt.client.events(self.workflow, self.start_after, kinds=("STOP",),
+                                             on_connect=lambda _: self.connected.set(),
+                                             on_disconnect=lambda _: self.connected.clear()):
+                st = e.statement
+                if len(self.stops) >= 4096:
+                    del self.stops[:2048]
+                self.stops.append((e.index, st))
+                if st.get("takeover_to") and st["takeover_to"] == rt.name:
+                    await _call(rt.hooks.on_takeover, st, e.index)
+                for sub in list(self.subs):
+                    await sub.deliver(st, e.index)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            pass  # an answer that does not verify ends the watch: steps not yet run will not run
+        finally:
+            self.connected.clear()
+            if rt._watches.get(self.workflow) is self:
+                del rt._watches[self.workflow]
