@@ -133,7 +133,8 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 	t.Run("HeldApprovedRejected", func(t *testing.T) {
 		// Held receipts (DESIGN §7) on this store: a held receipt and its
 		// repeat answer held, the list shows it, an APPROVAL approves it,
-		// a reject gives a reservation back, the state survives a reopen
+		// a passkey reject (and its (r, n−s) twin, a repeat) gives a
+		// reservation back, the state survives a reopen
 		// and replay equals it, and the bundle's approvals re-run.
 		w := testlog.NewWorld(t, testlog.WorldOptions{Location: newLocation(t)})
 		sc := w.Standard()
@@ -171,7 +172,44 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		p2, _ := held("r_held2", 400)
 		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_over", "c_held", "s1", "purchase", "t/x", map[string]int64{"usd": 1}), authority.LimitExceeded)
 		answer("a_held1", p1, statement.DecisionApprove)
-		answer("a_held2", p2, statement.DecisionReject)
+		// The reject comes from alice's phone: a passkey APPROVAL, and its
+		// (r, n−s) twin is a repeat with the same decision.
+		pk, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example.com", "https://custody.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := pk.Enrollment()
+		w.Accept(w.Admin, &statement.PrincipalDoc{Header: au.Header(w.Admin, statement.Principal), PrincipalID: "p_alice_phone_held",
+			Op: statement.OpAddKey, Name: sc.Alice.Name, KeyType: e.KeyType, PublicKey: e.PublicKey,
+			CredentialID: e.CredentialID, RPID: e.RPID, Origins: e.Origins})
+		b2, _ := statement.Marshal(p2)
+		sum2 := sha256.Sum256(b2)
+		rej := &statement.ApprovalDoc{Header: statement.Header{Type: statement.Approval, Timestamp: statement.FormatTimestamp(w.Clock.Now()),
+			Log: au.Origin, Actor: sc.Alice.Name, Seq: 1}, ApprovalID: "a_held2", Workflow: "wf_held", ReceiptRef: p2.ReceiptID,
+			ReceiptSHA256: hex.EncodeToString(sum2[:]), Decision: statement.DecisionReject, Reason: "not this one"}
+		payload, err := statement.Marshal(rej)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var twinMut func(m map[string]string)
+		var first uint64
+		for i := 0; i < 2; i++ {
+			env, err := pk.Sign("approval", payload, softauthn.Options{Mutate: twinMut})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := env.Canonical()
+			res, err := w.L.Append(context.Background(), raw)
+			if err != nil || res.Verdict != authority.Accepted || res.Duplicate != (i > 0) || (i > 0 && res.Index != first) {
+				t.Fatalf("passkey reject, signature %d: %+v, %v", i, res, err)
+			}
+			first = res.Index
+			twinMut = func(m map[string]string) {
+				if tw, err := softauthn.Twin(m["signature"]); err == nil {
+					m["signature"] = tw
+				}
+			}
+		}
 		// r_held2's 400 came back: 400 more fit again.
 		w.Accept(sc.Booker, au.Pending(sc.Booker, "r_after", "c_held", "s1", "purchase", "t/x", map[string]int64{"usd": 100}))
 		for id, want := range map[string]string{"r_held1": authority.HoldApproved, "r_held2": authority.HoldRejected} {
