@@ -554,7 +554,7 @@ export class Runtime {
     const wf = sub.step.workflow;
     let w = this.#watches.get(wf);
     if (!w || w.ended) {
-      w = this.#openWatch(wf, sub.after);
+      w = this.#openWatch(wf, sub);
       this.#watches.set(wf, w);
     }
     const watch = w;
@@ -585,12 +585,14 @@ export class Runtime {
     }
   }
 
-  #openWatch(workflow: string, after: number): Watch {
+  /** Opens a workflow's watch for its first step (already registered when the stream's first proof is made). */
+  #openWatch(workflow: string, first: WatchSub): Watch {
+    const after = first.after;
     const ctrl = new AbortController();
     let isUp = false;
     let waiters: Array<() => void> = [];
     const w: Watch = {
-      workflow, startAfter: after, subs: new Set(), stops: [], ctrl, ended: false,
+      workflow, startAfter: after, subs: new Set([first]), stops: [], ctrl, ended: false,
       connected: () => (isUp ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
     };
     const name = this.#name;

@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Ledger } from "./harness.mjs";
-import { Runtime, StoppedError } from "../dist/index.js";
+import { Client, Runtime, StoppedError } from "../dist/index.js";
 
 let lg;
 before(async () => {
@@ -29,7 +29,14 @@ test("more concurrent steps than the per-address stream cap all run and are rece
   const c = lg.client();
   const alice = await lg.principal("user:alice", c);
   const { grant, key } = await lg.agent(alice, "agent:many", "wf_many", { budget: 1000 });
-  const agent = new Runtime(c, key, { name: "agent:many", watchTimeoutMs: 5000 });
+  // The runtime's event streams, as the server answered them.
+  const streams = [];
+  const seeing = (url, init) => {
+    const p = fetch(url, init);
+    if (String(url).includes("/events")) p.then((r) => streams.push({ proof: new Headers(init?.headers).has("custody-stream-step"), status: r.status }), () => undefined);
+    return p;
+  };
+  const agent = new Runtime(new Client(lg.url, { logKey: lg.logKey, fetch: seeing }), key, { name: "agent:many", watchTimeoutMs: 5000 });
   const b = barrier(N);
   const results = await Promise.allSettled(Array.from({ length: N }, (_, i) =>
     agent.execute({ stepId: `s${i}`, action: "act", target: "t/x", auth: grant, reserve: { budget: 1 } }, async () => {
@@ -42,6 +49,9 @@ test("more concurrent steps than the per-address stream cap all run and are rece
   for (const r of results) assert.ok(r.value.ran && r.value.outcome?.accepted);
   const outcomes = (await c.workflow("wf_many")).map((e) => e.read.statement).filter((s) => s.type === "RECEIPT" && s.result === "success");
   assert.equal(outcomes.length, N);
+  // One stream for the N steps, opened with the step proof the server took.
+  assert.ok(streams.length >= 1 && streams.length < N / 4, `${streams.length} streams`);
+  assert.ok(streams.every((s) => s.proof && s.status === 200), JSON.stringify(streams));
 });
 
 test("a chain STOP cancels every running step of the shared watch", async () => {
