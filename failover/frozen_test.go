@@ -1,8 +1,11 @@
 package failover
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/internal/testlog"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/storage/storagetest"
 )
 
@@ -65,11 +69,12 @@ func frozenLeader(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The last agent sends the probes; the others are the load.
-	cs := newCast(t, cl, admin, nClients+1)
+	// The last two agents send the probes; the others are the load.
+	cs := newCast(t, cl, admin, nClients+2)
 	ld := startLoad(t, cs, cl, nClients)
 	var probeAcks []ack
 	var gaps, leads []time.Duration
+	heldRounds := 0
 	for r := range rounds {
 		time.Sleep(time.Duration(300+r*137%700) * time.Millisecond)
 		leader := waitLeader(t, 30*time.Second, servers...)
@@ -85,6 +90,25 @@ func frozenLeader(t *testing.T, kind string) {
 			px.freeze()
 		}
 		faultAt := time.Now()
+		// Cut off, the leader still answers what it holds: an append sent
+		// to it now waits behind the stuck commit, and must be answered
+		// 503 not_leader once it has lost the lease, not held until the
+		// fault ends.
+		held := make(chan string, 1)
+		if kind == "partitioned" {
+			_, raw := cs.pending(t, nClients+1, r)
+			go func() {
+				resp, err := (&http.Client{Timeout: 2 * hold}).Post(leader.URL+api.PathEntries, "application/json", bytes.NewReader(raw))
+				if err != nil {
+					held <- err.Error()
+					return
+				}
+				var e api.Error
+				json.NewDecoder(resp.Body).Decode(&e)
+				resp.Body.Close()
+				held <- fmt.Sprintf("%d %s", resp.StatusCode, e.ReasonCode)
+			}()
+		}
 
 		// A client that tries the faulty leader first.
 		order := []string{leader.URL}
@@ -139,6 +163,22 @@ func frozenLeader(t *testing.T, kind string) {
 			t.Errorf("round %d (%s): no append sent after the fault was accepted during it (%s)", r, kind, hold)
 		} else if probeErr != nil {
 			t.Errorf("round %d (%s): the append sent after the fault: %v", r, kind, probeErr)
+		}
+		if kind == "partitioned" {
+			select {
+			case got := <-held:
+				// not_leader, or unavailable for a submission whose read
+				// failed when the lease was lost.
+				if got != "503 not_leader" && got != "503 unavailable" {
+					t.Errorf("round %d: the cut-off leader answered an append it held %q, want 503 not_leader", r, got)
+				}
+			case <-time.After(time.Until(faultAt.Add(hold))):
+				// Not yet guaranteed: a batch whose reads were under way
+				// when the lease was lost can still outlast the fault
+				// (about 1 round in 7). Counted in the figures.
+				heldRounds++
+				t.Logf("round %d: the cut-off leader held an append until the fault ended", r)
+			}
 		}
 		if leadAt.IsZero() {
 			t.Errorf("round %d (%s): no other server led during the fault (%s)", r, kind, hold)
@@ -196,8 +236,8 @@ func frozenLeader(t *testing.T, kind string) {
 	}
 	slices.Sort(gaps)
 	slices.Sort(leads)
-	line := fmt.Sprintf("fault %s rounds %d lease %s acks %d lost 0 split 0 new-leader p50 %s max %s first-append-after-fault p50 %s max %s\n",
-		kind, len(gaps), ttl, len(all), leads[len(leads)/2].Round(time.Millisecond), leads[len(leads)-1].Round(time.Millisecond),
+	line := fmt.Sprintf("fault %s rounds %d lease %s acks %d lost 0 split 0 held-until-the-end %d new-leader p50 %s max %s first-append-after-fault p50 %s max %s\n",
+		kind, len(gaps), ttl, len(all), heldRounds, leads[len(leads)/2].Round(time.Millisecond), leads[len(leads)-1].Round(time.Millisecond),
 		gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
 	t.Log(line)
 	if f := os.Getenv("CUSTODY_FAULT_REPORT"); f != "" {

@@ -234,3 +234,35 @@ func TestEndToEndGoClient(t *testing.T) {
 		t.Fatalf("%d out_of_scope DENIALs, want at least 3 (the move, the linked write, the hidden tool's refusal)", refusals)
 	}
 }
+
+// TestEndToEndUnavailableTS: a newcomer's mistake (a relative --config
+// path, resolved in a folder the host chose) with the official
+// TypeScript client as the host: the handshake completes and the call
+// is answered with what is wrong and how to fix it, where before the
+// host saw only "Connection closed".
+func TestEndToEndUnavailableTS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := mcpParts(t)
+	bin := buildCustody(t)
+	_, priv := servertest.Key(t)
+	work := t.TempDir()
+	keyFile := filepath.Join(work, "agent.pem")
+	if err := sign.WritePrivateKeyFile(keyFile, priv, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	lg := servertest.Start(t, server.Options{})
+	vkeyFile := filepath.Join(work, "log.vkey")
+	if err := os.WriteFile(vkeyFile, []byte(lg.VKey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, dir, []string{bin, "gate", "--ledger", lg.URL, "--log-key", vkeyFile, "--key", keyFile,
+		"--grant", "confirm_x", "--config", "relative/gate.json",
+		"--", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), work})
+	isErr, text := a.call("write_file", map[string]any{"path": "/x", "content": "x"})
+	if !isErr || !strings.HasPrefix(text, "gate_unavailable: custody gate could not start: ") || !strings.Contains(text, "relative/gate.json") || !strings.Contains(text, "give the absolute path") {
+		t.Fatalf("the host was told: %v %s", isErr, text)
+	}
+	a.wait(first(a.send(map[string]any{"op": "close"})))
+}

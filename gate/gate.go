@@ -128,7 +128,6 @@ type Gate struct {
 	workflow  string
 	scopeHash string
 	inForce   map[string]bool // limit keys in force on the grant's chain
-	rules     []chainRule     // approval rules on the grant's chain
 
 	approvalWait time.Duration
 
@@ -324,9 +323,6 @@ func (g *Gate) readGrant(ctx context.Context) error {
 		}
 		for k := range gr.Limits {
 			g.inForce[k] = true
-		}
-		for _, r := range gr.Approvals {
-			g.rules = append(g.rules, chainRule{grant: id, rule: r})
 		}
 		id = ""
 		if d, ok := st.(*statement.DelegateDoc); ok {

@@ -3,8 +3,6 @@ package gate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/statement"
 )
@@ -43,18 +40,17 @@ type stepSpec struct {
 }
 
 // paramsSHA256 is the lowercase hex SHA-256 of the canonical JSON (the
-// strict profile, as every custody SDK computes it) of a call's
-// arguments, or "" when they are outside that profile.
+// strict profile, as every custody SDK computes it: client.ParamsSHA256)
+// of a call's arguments, or "" when they are outside that profile.
 func paramsSHA256(args json.RawMessage) string {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
-	c, err := canon.Canonicalize(args)
+	h, err := client.ParamsSHA256(args)
 	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:])
+	return h
 }
 
 // ran is what became of a forwarded call, for its outcome receipts.
@@ -207,7 +203,7 @@ func (g *Gate) runStep(ctx context.Context, s *stepSpec, fn func(context.Context
 		return rf
 	}
 	if len(held) > 0 {
-		if rf := g.awaitHeld(fctx, s, c, held, heldDocs); rf != nil {
+		if rf := g.awaitHeld(fctx, s, held, heldDocs); rf != nil {
 			outcomes(ran{result: "not executed", err: rf.Error()})
 			return rf
 		}

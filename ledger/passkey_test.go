@@ -213,3 +213,34 @@ func TestPasskeyApprovalTwin(t *testing.T) {
 	}
 	w.replay()
 }
+
+// TestPasskeyDeniedTwin: when the first decision on a passkey statement
+// was a denial, its (r, n−s) twin gets that denial again, and nothing new
+// is logged (no second DENIAL).
+func TestPasskeyDeniedTwin(t *testing.T) {
+	w := newWorld(t, Options{})
+	bob := newActor(t, "user:bob")
+	w.enroll(bob)
+	pk, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example.com", "https://custody.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := pk.Enrollment()
+	w.must(w.admin, &statement.PrincipalDoc{Header: w.header(w.admin, statement.Principal), PrincipalID: w.id("p"),
+		Op: statement.OpAddKey, Name: bob.name, PublicKey: e.PublicKey, KeyType: e.KeyType,
+		CredentialID: e.CredentialID, RPID: e.RPID, Origins: e.Origins}, authority.Accepted, "")
+	// bob stops a workflow that does not exist: denied (unknown_reference), logged.
+	stop := &statement.StopDoc{Header: statement.Header{Type: statement.Stop, Timestamp: statement.FormatTimestamp(w.clock.Now()),
+		Log: testOrigin, Actor: bob.name, Seq: 1}, RequestID: "stop_x", Workflow: "wf_none", StopScope: statement.StopChain,
+		TakeoverMode: statement.TakeoverHuman, Reason: "x"}
+	res, env := w.appendPasskey(pk, stop, softauthn.Options{})
+	if res.Verdict != authority.Denied || res.Code != authority.UnknownReference {
+		t.Fatalf("first: %s %s: %s", res.Verdict, res.Code, res.Reason)
+	}
+	size := w.l.Head().Size
+	twin, _ := twinOf(t, env).Canonical()
+	r2, err := w.l.Append(context.Background(), twin)
+	if err != nil || r2.Verdict != authority.Denied || r2.Index != res.Index || !r2.Duplicate || w.l.Head().Size != size {
+		t.Fatalf("twin of a denied passkey STOP: %+v, %v; want the denial at %d again, nothing logged", r2, err, res.Index)
+	}
+}

@@ -476,6 +476,13 @@ func (l *Ledger) process(batch []*request) {
 	)
 	known := l.prefetchDedup(batch)
 	for i, req := range batch {
+		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+			// The lease was lost while this batch was being decided: each
+			// read of the rest would wait on a store this server may no
+			// longer reach. Its submitters go to the next leader.
+			l.fail(batch, answers, l.notLeader("it lost the lease while deciding"))
+			return
+		}
 		<-req.ready
 		a := &answers[i]
 		a.req, a.dupOf = req, -1
@@ -995,6 +1002,11 @@ func (l *Ledger) refuseAll(batch []*request, err error) {
 // fail answers a batch that could not be committed and rebuilds the
 // in-memory state from what is stored, so the ledger keeps working.
 func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
+	if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+		// The lease was lost while the batch was decided (its reads end
+		// with the lease): the submitters go to the next leader.
+		err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease while deciding"), err)
+	}
 	if e := l.recoverState(); e != nil {
 		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
 	}

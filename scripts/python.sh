@@ -3,7 +3,8 @@
 # .cache/python/venv (git-ignored) with the pinned dependencies of
 # sdk/python/requirements-ci.txt, the SDK installed from the clone as a user
 # would (pip install ./sdk/python), the custody binary the tests serve, the
-# Go canon helper and the TypeScript SDK for the differential test, a
+# Go canon helper and the TypeScript SDK for the differential test, two
+# omniwitness witnesses (scripts/witness.sh) for the witness test, a
 # throwaway PostgreSQL for the failover test (scripts/postgres.sh, port
 # $CUSTODY_PY_PGPORT or 54335), then pytest. Each test starts its own
 # `custody serve` on a free loopback port. With CI set nothing skips:
@@ -46,6 +47,12 @@ echo "== building custody and the Go canon helper for the tests"
 go build -o "$cache/custody" ./cmd/custody
 go build -o "$cache/canonhelper" ./sdk/python/tests/canonhelper
 export CUSTODY_BIN="$cache/custody" CUSTODY_CANONHELPER="$cache/canonhelper"
+
+echo "== witnesses for the witness test (scripts/witness.sh; cached in .cache/bin)"
+CUSTODY_WITNESS_BIN=$(scripts/witness.sh | tail -1)
+export CUSTODY_WITNESS_BIN
+go build -o "$cache/witnessd" ./sdk/typescript/test/witnessd
+export CUSTODY_WITNESSD="$cache/witnessd"
 
 if command -v node >/dev/null; then
   echo "== the TypeScript SDK for the differential test (npm ci when needed, tsc)"

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // # One budget per client
@@ -86,20 +87,23 @@ func keyOfAddr(host string) string {
 // by everyone, and one of MaxReadingPerAddr of its client's, so that one
 // client's slow bodies cannot take the slots every other client needs.
 // The message says which cap refused it; a refused request's connection
-// is closed after the answer (its body is never read: Go's server would
-// otherwise read it, slowly, before answering).
+// is closed after the answer, its body never read (Go's server would
+// otherwise read it, as slowly as it comes, before answering or after).
 func (s *Server) takeReading(w http.ResponseWriter, r *http.Request) (release func(), refused string) {
 	key := clientKey(r)
-	if !s.cl.reading.take(key, s.opts.MaxReadingPerAddr) {
+	refuse := func(why string) (func(), string) {
 		w.Header().Set("Connection", "close")
-		return nil, "too many appends being received from " + key + "; retry later"
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		return nil, why
+	}
+	if !s.cl.reading.take(key, s.opts.MaxReadingPerAddr) {
+		return refuse("too many appends being received from " + key + "; retry later")
 	}
 	select {
 	case s.reading <- struct{}{}:
 	default:
 		s.cl.reading.release(key)
-		w.Header().Set("Connection", "close")
-		return nil, "too many appends being received; retry later"
+		return refuse("too many appends being received; retry later")
 	}
 	return func() { <-s.reading; s.cl.reading.release(key) }, ""
 }

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/custodylog/custody/console"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -54,6 +55,12 @@ const DefaultMemoryLimit = 384 << 20
 
 // Options tune a Server. The zero value is sensible.
 type Options struct {
+	// Console serves the console (package console) at /console/; it is off
+	// by default. ConsoleOrigin, its web origin as console.CheckOrigin
+	// returns it, is then the only browser origin allowed to change state
+	// (console.Guard).
+	Console       bool
+	ConsoleOrigin string
 	// MaxInFlight caps concurrent appends (default 1024). The ledger
 	// batches what is in flight into one commit, so the cap bounds memory
 	// and latency, not throughput.
@@ -330,13 +337,21 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeText(w, "ok\n") })
 	m.HandleFunc("GET /readyz", s.ready)
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if s.opts.Console {
+		m.Handle(console.Prefix, console.Handler())
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler {
+	if s.opts.Console {
+		return console.Guard(s.opts.ConsoleOrigin, s.mux)
+	}
+	return s.mux
+}
 
 // Drain makes new appends answer 503, waits until those in flight are
 // answered, and stops the event streams' readers of the store. Serve calls it on shutdown; it is exported for servers a

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
 )
@@ -108,7 +109,7 @@ func (s *Server) deliver(hc *http.Client, ev WebhookEvent) {
 		return
 	}
 	sig := WebhookSignature(s.opts.ApprovalWebhookSecret, body)
-	wait := time.Second
+	retry := backoff.Backoff{First: time.Second, Max: time.Minute}
 	for try := 1; try <= webhookTries; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.ApprovalWebhook, bytes.NewReader(body))
@@ -130,10 +131,9 @@ func (s *Server) deliver(hc *http.Client, ev WebhookEvent) {
 		}
 		s.log.Warn("approval webhook not delivered", "receipt_id", ev.Receipt.ReceiptID, "try", try, "status", status, "err", err)
 		select {
-		case <-time.After(wait):
+		case <-time.After(retry.Next()):
 		case <-s.stopping:
 			return
 		}
-		wait = min(2*wait, time.Minute)
 	}
 }

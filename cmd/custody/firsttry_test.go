@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,35 @@ func TestCompletionListed(t *testing.T) {
 	r := must(t, 0, "--help")
 	if !strings.Contains(r.stdout, "\n   completion ") {
 		t.Errorf("custody --help does not list completion:\n%s", r.stdout)
+	}
+}
+
+// TestGitignoreCoversWhatTheReadmeLeaves: private keys anywhere, and what
+// following the README or npm pack from the repository's root leaves, are
+// ignored; the test data's keys and bundles are not.
+func TestGitignoreCoversWhatTheReadmeLeaves(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is needed")
+		}
+		t.Skip("no git")
+	}
+	check := func(path string) bool {
+		cmd := exec.Command("git", "check-ignore", "-q", "--no-index", path)
+		cmd.Dir = "../.."
+		return cmd.Run() == nil
+	}
+	for _, p := range []string{"alice.key", "custody-admin.key", "custody-admin-payments.key", "some/dir/agent.key",
+		"custody-data/keys/admin.key", "log.vkey", "rcpt_1.bundle.json", "wf_trip.bundle.json", "trip.html",
+		"watch.state", "envelopes.jsonl", "confirm.json", "gate.json", "witnesses.policy",
+		"sdk/typescript/custodylog-custody-0.1.0.tgz", "sdk/typescript/dist/index.js", "custody", "custody-verify"} {
+		if !check(p) {
+			t.Errorf(".gitignore does not cover %s", p)
+		}
+	}
+	for _, p := range []string{"testdata/verify/log.vkey", "testdata/verify/receipt.bundle.json", "sdk/typescript/testdata/x/a.key", "README.md", "docs/replay-demo.png"} {
+		if check(p) {
+			t.Errorf(".gitignore covers %s, which is test data or a source", p)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/console"
 	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
@@ -37,6 +38,7 @@ func serveCommand() *cli.Command {
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
 			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]\n" +
 			"              [--publish s3://BUCKET/PREFIX] [--approval-webhook URL --approval-webhook-secret-file FILE]\n" +
+			"              [--console [--console-origin ORIGIN] [--console-behind-proxy]]\n" +
 			"   custody serve --store postgres://... --log A --log B [--prefer A] | --all-logs [...]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
@@ -61,6 +63,7 @@ func serveCommand() *cli.Command {
    GET  /checkpoint, /tile/{path...} the log as C2SP tlog-tiles
    GET  /v1/checkpoint/witnessed     the newest checkpoint the witness quorum cosigned
    GET  /healthz, /readyz, /metrics  health and Prometheus metrics
+   GET  /console/                    the console, with --console (a web page over this API)
 
 Each append decision is logged at info (verdict, reason code, index,
 latency); /metrics counts appends by verdict, denials and refusals by
@@ -157,6 +160,9 @@ Example:
 				Sources: cli.EnvVars("CUSTODY_APPROVAL_WEBHOOK")},
 			&cli.StringFlag{Name: "approval-webhook-secret-file", Usage: "the `FILE` holding the webhook's HMAC secret (required with --approval-webhook)", TakesFile: true,
 				Sources: cli.EnvVars("CUSTODY_APPROVAL_WEBHOOK_SECRET_FILE")},
+			&cli.BoolFlag{Name: "console", Usage: "serve the console, a web page for approvers and responders, at /console/ (and /logs/NAME/console/)"},
+			&cli.StringFlag{Name: "console-origin", Usage: "with --console: the console's web `ORIGIN` (https://HOST[:PORT], or http://localhost:PORT); passkeys that sign there list it in their origins (default: http://localhost:PORT of a loopback --addr)"},
+			&cli.BoolFlag{Name: "console-behind-proxy", Usage: "with --console: a proxy in front terminates TLS for the https --console-origin (docs/DEPLOY.md)"},
 			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
 				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
 			&cli.BoolFlag{Name: "witness-finality", Usage: "answer a pending RECEIPT only under a checkpoint the witness quorum cosigned",
@@ -230,6 +236,9 @@ Example:
 				return err
 			}
 			if err := webhookOptions(c, &opts); err != nil {
+				return err
+			}
+			if err := consoleOptions(c, &opts); err != nil {
 				return err
 			}
 			if u := c.String("publish"); u != "" && !publish.IsURL(u) {
@@ -398,5 +407,34 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 		return fmt.Errorf("--approval-webhook-secret-file %s: the secret is %d bytes; use at least 16", file, len(secret))
 	}
 	opts.ApprovalWebhook, opts.ApprovalWebhookSecret = u, secret
+	return nil
+}
+
+// consoleOptions reads --console, --console-origin and
+// --console-behind-proxy into opts.
+func consoleOptions(c *cli.Command, opts *server.Options) error {
+	if !c.Bool("console") {
+		if c.String("console-origin") != "" || c.Bool("console-behind-proxy") {
+			return usage(c, "--console-origin and --console-behind-proxy need --console")
+		}
+		return nil
+	}
+	origin := c.String("console-origin")
+	if origin == "" {
+		host, port, err := net.SplitHostPort(c.String("addr"))
+		ip := net.ParseIP(host)
+		if err != nil || port == "0" || !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
+			return usage(c, "--console: give --console-origin (the console's web origin, e.g. https://custody.example.com) for --addr %s", c.String("addr"))
+		}
+		origin = "http://localhost:" + port
+		if c.String("tls-cert") != "" {
+			origin = "https://localhost:" + port
+		}
+	}
+	o, err := console.CheckOrigin(origin, c.String("tls-cert") != "", c.Bool("console-behind-proxy"))
+	if err != nil {
+		return usage(c, "--console-origin: %v", err)
+	}
+	opts.Console, opts.ConsoleOrigin = true, o
 	return nil
 }

@@ -43,6 +43,7 @@ func (s *Store) Acquire(ctx context.Context, advertise string, ttl time.Duration
 	}
 	l.Epoch, l.Failovers, l.Live, l.Mine = uint64(epoch), uint64(failovers), true, true
 	s.leaseMS.Store(max(ttl.Milliseconds(), 100))
+	s.newScope()
 	s.epoch.Store(l.Epoch)
 	return l, nil
 }
@@ -59,7 +60,9 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration) (time.Time, error)
 	err := s.pool.QueryRow(ctx, `UPDATE custody_lease SET expires_at = clock_timestamp() + $2 * interval '1 millisecond'
 		WHERE id = 1 AND epoch = $1 AND holder = $3 RETURNING expires_at`, int64(epoch), ttl.Milliseconds(), s.holder).Scan(&exp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		s.epoch.CompareAndSwap(epoch, 0)
+		if s.epoch.CompareAndSwap(epoch, 0) {
+			s.endScope()
+		}
 		return time.Time{}, fmt.Errorf("%w: the lease of epoch %d was taken over", storage.ErrFenced, epoch)
 	}
 	if err != nil {
@@ -71,11 +74,15 @@ func (s *Store) Renew(ctx context.Context, ttl time.Duration) (time.Time, error)
 
 // Drop forgets the lease locally: every later commit is fenced. The
 // caller steps down.
-func (s *Store) Drop() { s.epoch.Store(0) }
+func (s *Store) Drop() {
+	s.epoch.Store(0)
+	s.endScope()
+}
 
 // Release gives the lease up so another server can take it at once.
 func (s *Store) Release(ctx context.Context) error {
 	epoch := s.epoch.Swap(0)
+	s.endScope()
 	if epoch == 0 {
 		return nil
 	}

@@ -80,6 +80,55 @@ type Store struct {
 	// leaseMS is the lease time of the last acquisition or renewal, in
 	// milliseconds: what bounds a commit's transaction (fenceLimits).
 	leaseMS atomic.Int64
+	// scope ends when this store loses or drops the lease (nil while it
+	// holds none): the reads and commits the sequencer makes while it
+	// leads end with it (bound).
+	scope atomic.Pointer[leaseScope]
+}
+
+// leaseScope is the life of one held lease.
+type leaseScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// bound returns ctx, ended also when the lease held now is lost: a read
+// or commit stuck on a database that stopped answering (a partition that
+// keeps the sockets open) ends when the server steps down, and its
+// submitters are answered at once. On a follower it is ctx.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ls := s.scope.Load()
+	if ls == nil {
+		// Not leading. On a server that has led (it knows a lease time),
+		// a read with no deadline of its own gets two lease times: the
+		// sequencer's reads of a batch decided just before it lost the
+		// lease must not hold its submitters for as long as a partition
+		// lasts.
+		if _, ok := ctx.Deadline(); !ok {
+			if ms := s.leaseMS.Load(); ms > 0 {
+				return context.WithTimeout(ctx, time.Duration(2*ms)*time.Millisecond)
+			}
+		}
+		return ctx, func() {}
+	}
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ls.ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// newScope starts the scope of a lease just taken, ending any other.
+func (s *Store) newScope() {
+	ctx, cancel := context.WithCancel(context.Background())
+	if old := s.scope.Swap(&leaseScope{ctx, cancel}); old != nil {
+		old.cancel()
+	}
+}
+
+// endScope ends the scope of the lease held, if any.
+func (s *Store) endScope() {
+	if old := s.scope.Swap(nil); old != nil {
+		old.cancel()
+	}
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -250,7 +299,9 @@ func unavailable(err error) bool {
 		return false
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+	// context.Canceled: a read or commit ended by a lost lease (bound) or
+	// by its caller; either way nothing was decided on it.
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
 	}
 	var ce *pgconn.ConnectError
@@ -264,6 +315,8 @@ func unavailable(err error) bool {
 
 // Head returns the committed head, or nil before the first commit.
 func (s *Store) Head(ctx context.Context) (*storage.Head, error) {
+	ctx, end := s.bound(ctx)
+	defer end()
 	var h storage.Head
 	var size int64
 	err := s.pool.QueryRow(ctx, "SELECT size, edge, checkpoint, origin FROM custody_head WHERE id = 1").
@@ -286,6 +339,8 @@ func (s *Store) Head(ctx context.Context) (*storage.Head, error) {
 }
 
 func (s *Store) bytes(ctx context.Context, q string, args ...any) ([]byte, error) {
+	ctx, end := s.bound(ctx)
+	defer end()
 	var v []byte
 	err := s.pool.QueryRow(ctx, q, args...).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -307,6 +362,8 @@ func (s *Store) Leaf(ctx context.Context, index uint64) ([]byte, error) {
 
 // Leaves returns up to n leaves from first on.
 func (s *Store) Leaves(ctx context.Context, first uint64, n int) ([][]byte, error) {
+	ctx, end := s.bound(ctx)
+	defer end()
 	rows, err := s.pool.Query(ctx, "SELECT idx, leaf FROM custody_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx",
 		int64(first), int64(first)+int64(n))
 	if err != nil {
@@ -370,6 +427,8 @@ func (s *Store) Records(ctx context.Context, fn func(string, []byte) error) erro
 
 // Dedup returns the index a dedup hash maps to.
 func (s *Store) Dedup(ctx context.Context, h [32]byte) (uint64, bool, error) {
+	ctx, end := s.bound(ctx)
+	defer end()
 	var idx int64
 	err := s.pool.QueryRow(ctx, "SELECT idx FROM custody_dedup WHERE hash = $1", h[:]).Scan(&idx)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -385,6 +444,8 @@ var _ storage.DedupBatcher = (*Store)(nil)
 
 // DedupMany looks up many submission hashes in one query.
 func (s *Store) DedupMany(ctx context.Context, hashes [][32]byte) (map[[32]byte]uint64, error) {
+	ctx, end := s.bound(ctx)
+	defer end()
 	hs := make([][]byte, len(hashes))
 	for i := range hashes {
 		hs[i] = hashes[i][:]
@@ -463,6 +524,8 @@ func (s *Store) Commit(ctx context.Context, b *storage.Batch) error {
 	if epoch == 0 {
 		return fmt.Errorf("%w: this server does not hold the sequencer lease", storage.ErrFenced)
 	}
+	ctx, end := s.bound(ctx)
+	defer end()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return s.wrap(fmt.Errorf("committing %d entries: %w", len(b.Leaves), err))

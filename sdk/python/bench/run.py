@@ -51,26 +51,28 @@ async def main(n: int, conc: int) -> None:
     subprocess.run(["go", "build", "-o", str(gobin), "./sdk/python/bench/gosteps"], cwd=REPO, check=True)
     lg = Ledger(origin="example.com/py-bench")
     c = lg.aclient()
-    alice = await lg.principal("user:alice", c)
-    runs = [("Go (client.Runtime)", "wf_go", [str(gobin), "-n", str(n), "-c", str(conc)])]
-    dist = REPO / "sdk/typescript/dist/index.js"
-    if dist.exists():
-        runs.append(("TypeScript (Runtime)", "wf_ts", ["node", str(HERE / "ts_steps.mjs"), str(dist), str(n), str(conc)]))
-    runs.append(("Python (Runtime)", "wf_py", [sys.executable, str(HERE / "py_steps.py"), str(n), str(conc)]))
-    print(f"{n} gated steps, {conc} at once, one process each, one server (Badger) on loopback; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    print("| runtime | steps/s | CPU of the runtime's process per step |")
-    print("|---|---:|---:|")
-    for name, wf, cmd in runs:
-        env = await grant(lg, c, alice, wf, tmp)
-        try:
-            secs, cpu, steps = child(cmd, env)
-        except RuntimeError as e:
-            print(f"| {name} | failed: {e} | |")
-            continue
-        print(f"| {name} | {steps / secs:,.0f} | {cpu / steps * 1000:.2f} ms |")
-    await c.aclose()
-    lg.close()
-
+    try:
+        alice = await lg.principal("user:alice", c)
+        runs = [("Go (client.Runtime)", "wf_go", [str(gobin), "-n", str(n), "-c", str(conc)])]
+        dist = REPO / "sdk/typescript/dist/index.js"
+        if dist.exists():
+            runs.append(("TypeScript (Runtime)", "wf_ts", ["node", str(HERE / "ts_steps.mjs"), str(dist), str(n), str(conc)]))
+        runs.append(("Python (Runtime)", "wf_py", [sys.executable, str(HERE / "py_steps.py"), str(n), str(conc)]))
+        print(f"{n} gated steps, {conc} at once, one process each, one server (Badger) on loopback; "
+              f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        print("| runtime | steps/s | CPU of the runtime's process per step |")
+        print("|---|---:|---:|")
+        for name, wf, cmd in runs:
+            env = await grant(lg, c, alice, wf, tmp)
+            try:
+                secs, cpu, steps = child(cmd, env)
+            except RuntimeError as e:
+                print(f"| {name} | failed: {e} | |")
+                continue
+            print(f"| {name} | {steps / secs:,.0f} | {cpu / steps * 1000:.2f} ms |")
+    finally:
+        await c.aclose()
+        lg.close()
 
 if __name__ == "__main__":
     asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 600, int(sys.argv[2]) if len(sys.argv) > 2 else 32))

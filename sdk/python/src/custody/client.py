@@ -388,8 +388,10 @@ class _Core:
                     continue
                 try:
                     res = yield from self._verify_answer(a["body"] if isinstance(a.get("body"), dict) else {}, own, status)
+                    if res.accepted and self.witness_policy is not None and own.kind == "RECEIPT" and res.statement.get("result") == "pending":
+                        yield from self._require_witnessed(res)
                     out.append(res)
-                except UnverifiedError as e:
+                except (UnverifiedError, NotWitnessedError) as e:
                     out.append(e)
             else:
                 ra = str(a.get("retry_after", "")) if isinstance(a, dict) else ""
@@ -507,8 +509,10 @@ class _Core:
             except HTTPError as e:
                 last = str(e)
             if time.monotonic() + wait > deadline:
-                raise NotWitnessedError(f"entry {r.index} is logged, but no checkpoint that includes it met the witness quorum ({p}) "
-                                        f"within {self.witness_wait} s: {last}")
+                nw = NotWitnessedError(f"entry {r.index} is logged, but no checkpoint that includes it met the witness quorum ({p}) "
+                                       f"within {self.witness_wait} s: {last}")
+                nw.result = r
+                raise nw
             yield _Sleep(wait)
             wait = min(2 * wait, 0.5)
 

@@ -79,6 +79,8 @@ class RefusedError(CustodyError):
 
 
 class NotWitnessedError(CustodyError):
-    """A pending RECEIPT logged, but no checkpoint meeting the witness policy covered it in time."""
+    """A pending RECEIPT logged, but no checkpoint meeting the witness policy covered it in time.
+    ``result`` is its verified (unwitnessed) answer: the entry is in the log; never act on it."""
 
     code = "not_witnessed"
+    result: object = None

@@ -25,7 +25,7 @@ from .approval import ApprovalState, decide
 from .canonical import canonicalize
 from .client import AppendResult, AsyncClient, Entry, NoBatchError
 from .envelope import envelope_bytes
-from .errors import CustodyError, HTTPError, RefusedError, UnverifiedError
+from .errors import CustodyError, HTTPError, NotWitnessedError, RefusedError, UnverifiedError
 from .keys import PrivateKey
 from .scope import canonical_set, format_time, optional_set
 from .statement import seal, sign_statement
@@ -288,6 +288,10 @@ class Runtime:
         requeue: list[_Queued] = []
         broken = False
         for q, res in zip(sent, results):
+            if isinstance(res, NotWitnessedError):
+                self._next = q.st["seq"] + 1  # logged (accepted), only not witnessed in time
+                finish(q, res)
+                continue
             withdrawn = isinstance(res, RefusedError) and res.reason_code == "withdrawn"
             mismatch = isinstance(res, AppendResult) and res.verdict == "denied" and res.reason_code == "seq_mismatch"
             if withdrawn and broken:
@@ -466,6 +470,13 @@ class Runtime:
             pending["params_sha256"] = params_sha256(step.params)
         try:
             answer = await self.receipt(pending)
+        except NotWitnessedError as e:
+            # Logged, but not under a checkpoint the witness policy accepts: never run; close it.
+            ex.pending = e.result if isinstance(e.result, AppendResult) else None
+            if ex.pending is not None:
+                s = Step(**{**step.__dict__, "workflow": pending["workflow_id"], "scope_hash": pending["scope_hash"], "receipt_id": rid})
+                await StepRun(self, s, ex, ex.pending.index, ex.pending.statement, False).abandon("not_witnessed", str(e))
+            raise NotExecutedError("not_witnessed", str(e), ex) from e
         except RefusedError as e:
             raise NotExecutedError("refused", str(e), ex) from e
         except UnverifiedError as e:

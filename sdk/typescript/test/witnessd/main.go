@@ -5,7 +5,10 @@
 // closes. The witnesses are built by scripts/witness.sh into .cache/bin
 // ($CUSTODY_WITNESS_BIN); internal/witnessproc runs them.
 //
-//	witnessd -origin ORIGIN -vkey VERIFIER_KEY -dir DIR
+//	witnessd -origin ORIGIN -vkey VERIFIER_KEY -dir DIR [-policy-out FILE]
+//
+// With -policy-out it also writes the policy, as text, to FILE (what
+// scripts/local-witness.sh hands to custody serve --witness-policy).
 package main
 
 import (
@@ -25,6 +28,7 @@ func main() {
 	vkey := flag.String("vkey", "", "the log's checkpoint verifier key")
 	dir := flag.String("dir", "", "a folder for the witnesses' keys and databases")
 	bin := flag.String("bin", "", "the folder holding omniwitness (default: $CUSTODY_WITNESS_BIN or .cache/bin)")
+	policyOut := flag.String("policy-out", "", "also write the policy text to this file")
 	flag.Parse()
 	if *origin == "" || *vkey == "" || *dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: witnessd -origin ORIGIN -vkey VERIFIER_KEY -dir DIR")
@@ -39,7 +43,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "witnessd: omniwitness missing in %s: run scripts/witness.sh\n", b)
 		os.Exit(3)
 	}
-	if err := run(b, *dir, witnessproc.Log{Origin: *origin, VKey: *vkey}); err != nil {
+	if err := run(b, *dir, *policyOut, witnessproc.Log{Origin: *origin, VKey: *vkey}); err != nil {
 		fmt.Fprintln(os.Stderr, "witnessd:", err)
 		os.Exit(1)
 	}
@@ -47,7 +51,7 @@ func main() {
 
 // run starts the witnesses, prints the policy, waits for standard input
 // to close, and stops them (also when one fails to start).
-func run(bin, dir string, lg witnessproc.Log) error {
+func run(bin, dir, policyOut string, lg witnessproc.Log) error {
 	var lines []string
 	var ws []*witnessproc.Witness
 	defer func() {
@@ -68,6 +72,11 @@ func run(bin, dir string, lg witnessproc.Log) error {
 		lines = append(lines, w.PolicyLine(fmt.Sprintf("w%d", i+1)))
 	}
 	policy := strings.Join(lines, "\n") + "\ngroup both all w1 w2\nquorum both\n"
+	if policyOut != "" {
+		if err := os.WriteFile(policyOut, []byte(policy), 0o644); err != nil {
+			return err
+		}
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(map[string]string{"policy": policy}); err != nil {
 		return err
 	}
