@@ -198,6 +198,10 @@ type OpenError = storage.OpenError
 // folder as a crash would (every commit is already durable in the
 // write-ahead log, which the next open replays), and the folder's lock
 // goes with the process. It returns nil: nothing acknowledged is lost.
+//
+// A clean close removes the empty write-ahead log made ahead of Badger
+// (prealloc.go), so that Badger's own Open (an operator's badger tool)
+// opens the folder.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil // closed already (a ledger's error path may close twice)
@@ -212,6 +216,16 @@ func (s *Store) Close() error {
 		}
 	}
 	err := s.db.Close()
+	if s.pre != nil {
+		// The write-ahead log made ahead (prealloc.go) is empty: Badger
+		// itself cannot open a folder holding one, so a folder closed
+		// cleanly is left without it, as Badger leaves its own (and an
+		// operator's Badger tools open it). One left by a crash is
+		// removed by the next Open.
+		if rerr := removeEmptyLogs(s.pre.dir); err == nil && rerr != nil {
+			err = fmt.Errorf("closing %s: removing the write-ahead log made ahead: %w", s.dir, rerr)
+		}
+	}
 	s.ballast.close()
 	s.scratch.remove()
 	return err

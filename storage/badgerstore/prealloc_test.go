@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	badger "github.com/dgraph-io/badger/v4"
+
 	"github.com/custodylog/custody/storage"
 )
 
@@ -108,5 +110,77 @@ func TestLogsAllocatedAhead(t *testing.T) {
 				t.Fatalf("record %d/%d after reopening: %v %v", b, i, v == nil, err)
 			}
 		}
+	}
+}
+
+// TestClosedFolderOpensInBadger: a store closed cleanly leaves no empty
+// write-ahead log made ahead, so Badger's own Open (an operator's badger
+// tool, or a test tampering with a record) opens the folder and reads
+// what was committed; a log made ahead and left by a crash is removed by
+// the next Open of the store.
+func TestClosedFolderOpensInBadger(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	s, err := Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := &storage.Batch{Edge: make([]byte, 8), Checkpoint: []byte("cp"),
+		Records: []storage.Record{{Key: "r/one", Value: []byte("value one")}}}
+	if err := s.Commit(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	s.pre.mu.Lock()
+	next := s.pre.nextMem
+	s.pre.mu.Unlock()
+	if st, err := os.Stat(filepath.Join(db, memName(next))); err != nil || st.Size() != 0 {
+		t.Fatalf("the write-ahead log %d is not made ahead while the store is open: %v", next, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && filepath.Ext(e.Name()) == ".mem" && info.Size() == 0 {
+			t.Fatalf("closed cleanly, the folder still holds the empty write-ahead log %s", e.Name())
+		}
+	}
+	bdb, err := badger.Open(badger.DefaultOptions(db).WithLogger(nil))
+	if err != nil {
+		t.Fatalf("Badger's own Open of a folder closed cleanly: %v", err)
+	}
+	if err := bdb.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(stateKey("r/one"))
+		return err
+	}); err != nil {
+		t.Errorf("Badger's own Open does not read what was committed: %v", err)
+	}
+	if err := bdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// As a crash leaves it: the next write-ahead log made ahead, empty.
+	ents, _ = os.ReadDir(db)
+	maxMem := 0
+	for _, e := range ents {
+		var fid int
+		if _, err := fmt.Sscanf(e.Name(), "%05d.mem", &fid); err == nil {
+			maxMem = max(maxMem, fid)
+		}
+	}
+	left := filepath.Join(db, memName(maxMem+1))
+	if err := allocateRange(left, 0, memAhead, true); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("opening a folder with a write-ahead log made ahead, left by a crash: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.Record(context.Background(), "r/one"); err != nil || string(v) != "value one" {
+		t.Fatalf("record after reopening: %q %v", v, err)
 	}
 }
