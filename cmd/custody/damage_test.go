@@ -96,6 +96,6 @@ func TestCheckpointKeyOnDamagedFolder(t *testing.T) {
 	}
 	// The plain checkpoint still refuses a damaged folder.
 	if r := custody(t, "", "checkpoint", "--dir", e.dir); r.code == 0 {
-		t.Errorf("checkpoint (not --key) on a folder without its database: exit 0")
+		t.Errorf("checkpoint (not --verifier-key) on a folder without its database: exit 0")
 	}
 }

@@ -265,7 +265,7 @@ func TestLocationPrecedenceEndToEnd(t *testing.T) {
 
 	// checkpoint --verifier-key and get read the typed --dir, not $CUSTODY_LEDGER.
 	if got := strings.TrimSpace(must(t, 0, "checkpoint", "--dir", a.dir, "--verifier-key").stdout); got != vkeyA {
-		t.Errorf("checkpoint --dir A --key with $CUSTODY_LEDGER set: %q, want A's %q", got, vkeyA)
+		t.Errorf("checkpoint --dir A --verifier-key with $CUSTODY_LEDGER set: %q, want A's %q", got, vkeyA)
 	}
 	if r := must(t, 0, "get", "--dir", a.dir, "--index", "0"); !strings.Contains(r.stdout, "GENESIS") {
 		t.Errorf("get --dir A:\n%s", r.stdout)

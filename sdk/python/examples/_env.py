@@ -1,7 +1,7 @@
 """What every example reads from its environment: the ledger and the agent's key and grant.
 
     CUSTODY_URL        the server(s), comma-separated (default http://127.0.0.1:8080)
-    CUSTODY_LOG_KEY    the log's checkpoint verifier key: `custody checkpoint --dir ./custody-data --key`
+    CUSTODY_LOG_KEY    the log's checkpoint verifier key: `custody checkpoint --dir ./custody-data --verifier-key`
     CUSTODY_AGENT_KEY  the agent's PKCS#8 PEM key file (the grantee of CUSTODY_GRANT)
     CUSTODY_AGENT_NAME the agent's name in the log (omitted: asked of the ledger)
     CUSTODY_GRANT      the id of the CONFIRM or DELEGATE the agent acts under
