@@ -206,10 +206,29 @@ func TestBrowserApproveWithPasskey(t *testing.T) {
 	if _, err := alice.Confirm(ctx, client.Grant{ID: grant, Workflow: "wf_pk", Grantee: "agent:buyer", GranteeKey: apub,
 		Targets: []string{"t/*"}, Capabilities: []string{"act"}, Limits: map[string]int64{"usd": 1000}, TTL: time.Hour, Revocable: true,
 		Approvals: []scope.Rule{{RuleID: "big", Capabilities: []string{"act"}, Above: map[string]int64{"usd": 10},
-			Approvers: []string{"user:bob"}, Quorum: 1, TTLSeconds: 600}}}); err != nil {
+			Approvers: []string{"user:bob", "user:carol"}, Quorum: 1, TTLSeconds: 600}}}); err != nil {
 		t.Fatal(err)
 	}
 	agent := client.NewRuntime(lg.Client, apriv, "agent:buyer", nil)
+
+	// carol's passkey lists another origin only: the console cannot sign
+	// with it.
+	cpriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cspki, _ := x509.MarshalPKIXPublicKey(&cpriv.PublicKey)
+	cpkcs8, _ := x509.MarshalPKCS8PrivateKey(cpriv)
+	cCredID := make([]byte, 16)
+	rand.Read(cCredID)
+	other := "https://localhost"
+	carolFile, _ := json.Marshal(map[string]any{"key_type": sign.KeyTypeWebAuthnES256, "public_key": base64.StdEncoding.EncodeToString(cspki),
+		"credential_id": base64.StdEncoding.EncodeToString(cCredID), "rp_id": "localhost", "origins": []string{other}})
+	if _, err := lg.Admin.Append(ctx, &statement.PrincipalDoc{PrincipalID: "p_carol", Op: statement.OpEnroll, Name: "user:carol",
+		KeyType: sign.KeyTypeWebAuthnES256, PublicKey: base64.StdEncoding.EncodeToString(cspki), CredentialID: base64.StdEncoding.EncodeToString(cCredID),
+		RPID: "localhost", Origins: []string{other}}); err != nil {
+		t.Fatalf("enrolling carol's passkey: %v", err)
+	}
 
 	tab := browser(t)
 	var authID webauthn.AuthenticatorID
@@ -225,6 +244,10 @@ func TestBrowserApproveWithPasskey(t *testing.T) {
 				Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
 				HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}).Do(ctx)
 			if err != nil {
+				return err
+			}
+			if err := webauthn.AddCredential(authID, &webauthn.Credential{CredentialID: base64.StdEncoding.EncodeToString(cCredID),
+				RpID: "localhost", PrivateKey: base64.StdEncoding.EncodeToString(cpkcs8)}).Do(ctx); err != nil {
 				return err
 			}
 			return webauthn.AddCredential(authID, &webauthn.Credential{CredentialID: base64.StdEncoding.EncodeToString(credID),
@@ -298,5 +321,30 @@ func TestBrowserApproveWithPasskey(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		chromedp.Run(tab, chromedp.Text(card("r_no")+` p[role=status]`, &answer, chromedp.ByQuery))
 		t.Fatalf("no reject reached the runtime; the page says %q", answer)
+	}
+
+	// carol, whose passkey lists only another origin, approves a third:
+	// the ledger refuses her signature, and the runtime still waits.
+	waiting := hold("r_other")
+	if err := chromedp.Run(tab,
+		chromedp.SetValue(`#passkey-file`, string(carolFile), chromedp.ByQuery),
+		chromedp.Click(`#passkey-save`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as user:carol")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Navigate(base+"/console/?approver=user:carol"),
+		chromedp.WaitVisible(card("r_other")+` button.approve`, chromedp.ByQuery),
+		chromedp.Click(card("r_other")+` button.approve`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('`+card("r_other")+` p[role=status]').textContent.startsWith("the ledger answered")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Text(card("r_other")+` p[role=status]`, &answer, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("carol's approval from another origin: %v", err)
+	}
+	if !strings.HasPrefix(answer, "the ledger answered 400: bad_signature") || !strings.Contains(answer, "is not one of the enrolled origins") {
+		t.Fatalf("a passkey of another origin signed here: %q", answer)
+	}
+	t.Logf("another origin's passkey: %s", answer)
+	select {
+	case err := <-waiting:
+		t.Fatalf("the runtime stopped waiting after a refused approval: %v", err)
+	default:
 	}
 }
