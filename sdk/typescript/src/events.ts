@@ -63,6 +63,12 @@ export interface EventStreamOptions {
    * asked again without it.
    */
   stepProof?: () => string | undefined;
+  /**
+   * Only entries whose kind is one of these are read (leaf checked) and
+   * yielded; the others are passed over unread. A server that mislabels an
+   * entry could as well withhold it: a filter loses nothing it could not.
+   */
+  kinds?: readonly string[];
 }
 
 function wait(ms: number, signal?: AbortSignal): Promise<void> {
@@ -133,9 +139,13 @@ export async function* events(client: StreamSource, workflow: string, opts: Even
               if (id !== String(e.index) || !(e.index > after)) {
                 throw new UnverifiedError(`event stream: entry ${e.index} (id ${JSON.stringify(id)}) after ${after}`);
               }
-              checkEntry(e);
-              after = e.index;
-              yield e;
+              if (!opts.kinds || opts.kinds.includes(e.kind)) {
+                checkEntry(e);
+                after = e.index;
+                yield e;
+              } else {
+                after = e.index; // passed over unread
+              }
             }
             id = event = "";
             data = null;

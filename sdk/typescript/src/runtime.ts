@@ -608,7 +608,7 @@ export class Runtime {
     void (async () => {
       try {
         for await (const e of this.client.events(workflow, {
-          after, signal: ctrl.signal, stepProof,
+          after, signal: ctrl.signal, stepProof, kinds: ["STOP"],
           onConnect: () => {
             isUp = true;
             const ws = waiters;
