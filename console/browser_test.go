@@ -2,14 +2,26 @@ package console_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 
 	"github.com/custodylog/custody/client"
@@ -17,6 +29,8 @@ import (
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
+	"github.com/custodylog/custody/sign"
+	"github.com/custodylog/custody/statement"
 )
 
 // chromium finds Debian's chromium (scripts/chromium.sh installs it; .ci/run
@@ -140,5 +154,197 @@ func TestBrowserApprovalsLive(t *testing.T) {
 		chromedp.Poll(`document.querySelectorAll('li.card[data-receipt-id="r_console"]').length === 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 	); err != nil {
 		t.Fatalf("the rejected receipt stays on the page: %v", err)
+	}
+}
+
+// TestBrowserApproveWithPasskey: bob's passkey lives in Chromium's virtual
+// authenticator (user verification on); the admin enrolled it from Go
+// with the passkey file the page takes. With the page open, an agent's
+// runtime waits on a held receipt; bob clicks Approve, the page builds
+// the APPROVAL, the passkey signs its PAE's SHA-256, the ledger accepts
+// it, and the runtime's own check of the approval passes (the step may
+// run). A second held receipt bob rejects with a reason: the runtime is
+// told approval_rejected and never runs it.
+func TestBrowserApproveWithPasskey(t *testing.T) {
+	// The console's server, on a port known before it starts (its origin
+	// names the port), over the same ledger as lg's.
+	lg := servertest.Start(t, server.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	hs := httptest.NewUnstartedServer(server.New(lg.Ledger, server.Options{Console: true, ConsoleOrigin: origin,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
+	hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(hs.Close)
+	base := origin
+	ctx := context.Background()
+
+	// bob's passkey: a P-256 key the virtual authenticator holds.
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
+	credID := make([]byte, 16)
+	rand.Read(credID)
+	file := map[string]any{"key_type": sign.KeyTypeWebAuthnES256, "public_key": base64.StdEncoding.EncodeToString(spki),
+		"credential_id": base64.StdEncoding.EncodeToString(credID), "rp_id": "localhost", "origins": []string{origin}}
+	fileJSON, _ := json.Marshal(file)
+	if _, err := lg.Admin.Append(ctx, &statement.PrincipalDoc{PrincipalID: "p_bob", Op: statement.OpEnroll, Name: "user:bob",
+		KeyType: sign.KeyTypeWebAuthnES256, PublicKey: file["public_key"].(string), CredentialID: file["credential_id"].(string),
+		RPID: "localhost", Origins: []string{origin}}); err != nil {
+		t.Fatalf("enrolling bob's passkey: %v", err)
+	}
+	alice := lg.Principal("user:alice")
+	apub, apriv := servertest.Key(t)
+	grant := lg.ID("confirm")
+	if _, err := alice.Confirm(ctx, client.Grant{ID: grant, Workflow: "wf_pk", Grantee: "agent:buyer", GranteeKey: apub,
+		Targets: []string{"t/*"}, Capabilities: []string{"act"}, Limits: map[string]int64{"usd": 1000}, TTL: time.Hour, Revocable: true,
+		Approvals: []scope.Rule{{RuleID: "big", Capabilities: []string{"act"}, Above: map[string]int64{"usd": 10},
+			Approvers: []string{"user:bob", "user:carol"}, Quorum: 1, TTLSeconds: 600}}}); err != nil {
+		t.Fatal(err)
+	}
+	agent := client.NewRuntime(lg.Client, apriv, "agent:buyer", nil)
+
+	// carol's passkey lists another origin only: the console cannot sign
+	// with it.
+	cpriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cspki, _ := x509.MarshalPKIXPublicKey(&cpriv.PublicKey)
+	cpkcs8, _ := x509.MarshalPKCS8PrivateKey(cpriv)
+	cCredID := make([]byte, 16)
+	rand.Read(cCredID)
+	other := "https://localhost"
+	carolFile, _ := json.Marshal(map[string]any{"key_type": sign.KeyTypeWebAuthnES256, "public_key": base64.StdEncoding.EncodeToString(cspki),
+		"credential_id": base64.StdEncoding.EncodeToString(cCredID), "rp_id": "localhost", "origins": []string{other}})
+	if _, err := lg.Admin.Append(ctx, &statement.PrincipalDoc{PrincipalID: "p_carol", Op: statement.OpEnroll, Name: "user:carol",
+		KeyType: sign.KeyTypeWebAuthnES256, PublicKey: base64.StdEncoding.EncodeToString(cspki), CredentialID: base64.StdEncoding.EncodeToString(cCredID),
+		RPID: "localhost", Origins: []string{other}}); err != nil {
+		t.Fatalf("enrolling carol's passkey: %v", err)
+	}
+
+	tab := browser(t)
+	var authID webauthn.AuthenticatorID
+	if err := chromedp.Run(tab,
+		chromedp.Navigate(base+"/console/"),
+		chromedp.WaitVisible(`#passkey-file`, chromedp.ByQuery),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			if err := webauthn.Enable().Do(ctx); err != nil {
+				return err
+			}
+			var err error
+			authID, err = webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
+				Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
+				HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}).Do(ctx)
+			if err != nil {
+				return err
+			}
+			if err := webauthn.AddCredential(authID, &webauthn.Credential{CredentialID: base64.StdEncoding.EncodeToString(cCredID),
+				RpID: "localhost", PrivateKey: base64.StdEncoding.EncodeToString(cpkcs8)}).Do(ctx); err != nil {
+				return err
+			}
+			return webauthn.AddCredential(authID, &webauthn.Credential{CredentialID: base64.StdEncoding.EncodeToString(credID),
+				RpID: "localhost", PrivateKey: base64.StdEncoding.EncodeToString(pkcs8)}).Do(ctx)
+		}),
+		chromedp.SetValue(`#passkey-file`, string(fileJSON), chromedp.ByQuery),
+		chromedp.Click(`#passkey-save`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as user:bob")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		var msg string
+		chromedp.Run(tab, chromedp.Text(`#signer`, &msg, chromedp.ByQuery))
+		t.Fatalf("setting up the passkey: %v (%s)", err, msg)
+	}
+
+	hold := func(id string) chan error {
+		doc := servertest.Pending(grant, "s_"+id, map[string]int64{"usd": 50})
+		doc.ReceiptID = id
+		if _, err := agent.Receipt(ctx, doc); err == nil {
+			t.Fatalf("%s was not held", id)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.AwaitApproval(ctx, id, client.AwaitOptions{Wait: 20 * time.Second})
+			done <- err
+		}()
+		return done
+	}
+	card := func(id string) string { return `li.card[data-receipt-id="` + id + `"]` }
+
+	ran := hold("r_yes")
+	var answer string
+	if err := chromedp.Run(tab, chromedp.WaitVisible(card("r_yes")+` button.approve`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("CUSTODY_SCREENSHOTS"); dir != "" {
+		var png []byte
+		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 90)); err == nil {
+			os.WriteFile(filepath.Join(dir, "console-approve.png"), png, 0o644)
+		}
+	}
+	clicked := time.Now()
+	if err := chromedp.Run(tab, chromedp.Click(card("r_yes")+` button.approve`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ran:
+		t.Logf("the runtime's step may run %v after the Approve click", time.Since(clicked))
+		if err != nil {
+			chromedp.Run(tab, chromedp.Text(card("r_yes")+` p[role=status]`, &answer, chromedp.ByQuery))
+			t.Fatalf("the runtime does not take bob's approval: %v (page: %q)", err, answer)
+		}
+	case <-time.After(90 * time.Second):
+		chromedp.Run(tab, chromedp.Text(card("r_yes")+` p[role=status]`, &answer, chromedp.ByQuery))
+		t.Fatalf("no approval reached the runtime; the page says %q", answer)
+	}
+
+	notRun := hold("r_no")
+	if err := chromedp.Run(tab,
+		chromedp.WaitVisible(card("r_no")+` button.reject`, chromedp.ByQuery),
+		chromedp.SendKeys(card("r_no")+` input.reason`, "wrong vendor", chromedp.ByQuery),
+		chromedp.Click(card("r_no")+` button.reject`, chromedp.ByQuery),
+	); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-notRun:
+		var ae *client.ApprovalError
+		if !errors.As(err, &ae) || ae.Code != client.ApprovalRejected {
+			t.Fatalf("after the reject the runtime got %v, want %s", err, client.ApprovalRejected)
+		}
+	case <-time.After(90 * time.Second):
+		chromedp.Run(tab, chromedp.Text(card("r_no")+` p[role=status]`, &answer, chromedp.ByQuery))
+		t.Fatalf("no reject reached the runtime; the page says %q", answer)
+	}
+
+	// carol, whose passkey lists only another origin, approves a third:
+	// the ledger refuses her signature, and the runtime still waits.
+	waiting := hold("r_other")
+	if err := chromedp.Run(tab,
+		chromedp.SetValue(`#passkey-file`, string(carolFile), chromedp.ByQuery),
+		chromedp.Click(`#passkey-save`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as user:carol")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Navigate(base+"/console/?approver=user:carol"),
+		chromedp.WaitVisible(card("r_other")+` button.approve`, chromedp.ByQuery),
+		chromedp.Click(card("r_other")+` button.approve`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('`+card("r_other")+` p[role=status]').textContent.startsWith("the ledger answered")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Text(card("r_other")+` p[role=status]`, &answer, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("carol's approval from another origin: %v", err)
+	}
+	if !strings.HasPrefix(answer, "the ledger answered 400: bad_signature") || !strings.Contains(answer, "is not one of the enrolled origins") {
+		t.Fatalf("a passkey of another origin signed here: %q", answer)
+	}
+	t.Logf("another origin's passkey: %s", answer)
+	select {
+	case err := <-waiting:
+		t.Fatalf("the runtime stopped waiting after a refused approval: %v", err)
+	default:
 	}
 }

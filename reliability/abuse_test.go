@@ -389,16 +389,31 @@ func firstErr(errs []error) error {
 	return errs[0]
 }
 
-// dribbler is one slow client: it sends prefix, then one byte every
-// dribbleEvery, until the server answers or closes the connection.
+// attackerHost is the loopback address (127.0.0.<host>) of the i-th
+// attacking client: attackers connect from 127.0.0.2 to 127.0.0.251, as
+// separate clients would, and the honest agents from 127.0.0.1, so that
+// the server's per-client budgets (DESIGN: one budget per client) count
+// them apart, as they would on a network.
+func attackerHost(i int) int { return 2 + i%250 }
+
+// attackerTransport is an HTTP transport whose connections come from
+// 127.0.0.<host>.
+func attackerTransport(host, idlePerHost int) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(host))}}
+	return &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: idlePerHost}
+}
+
+// dribbler is one slow client: from the loopback address of host, it
+// sends prefix, then one byte every dribbleEvery, until the server
+// answers or closes the connection.
 type dribbleResult struct {
 	cut    bool          // the server ended it (answer, EOF or reset)
 	after  time.Duration // from the connection's first byte to the cut
 	status string        // the status line, if the server answered
 }
 
-func dribble(ctx context.Context, addr, prefix string) dribbleResult {
-	d := net.Dialer{Timeout: 30 * time.Second}
+func dribble(ctx context.Context, host int, addr, prefix string) dribbleResult {
+	d := net.Dialer{Timeout: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(host))}}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return dribbleResult{}
@@ -463,14 +478,15 @@ func TestAbuse(t *testing.T) {
 		// that send complete headers and dribble a body. The server's
 		// ReadHeaderTimeout and ReadTimeout must cut every one of them;
 		// meanwhile honest appends keep flowing (a slow body holds one
-		// append slot, and there are fewer of them than slots).
+		// body-reading slot, and there are fewer of them than slots). Each
+		// dribbler is a client of its own (attackerHost).
 		from := e.logSize()
 		var mu sync.Mutex
 		var hdr, body []dribbleResult
 		var wg sync.WaitGroup
 		stopAll := make(chan struct{})
 		launch := func(n int, prefix string, into *[]dribbleResult) {
-			for range n {
+			for i := range n {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -483,7 +499,7 @@ func TestAbuse(t *testing.T) {
 						case <-ctx.Done():
 						}
 					}()
-					r := dribble(ctx, addr, prefix)
+					r := dribble(ctx, attackerHost(i), addr, prefix)
 					mu.Lock()
 					*into = append(*into, r)
 					mu.Unlock()
@@ -724,8 +740,10 @@ func TestAbuse(t *testing.T) {
 // TestSlowBodiesAtTheInFlightCap: an append's body is read before it takes
 // one of --max-inflight slots (and under its own deadline), so more slow
 // senders than slots cannot stop honest appends. It runs a server with
-// --max-inflight 32 against 48 slow bodies and requires honest appends to
-// be accepted all the while, and the server to stay up.
+// --max-inflight 32 against 48 slow bodies, each from a client address of
+// its own (so that none is refused by its client's own budget, as
+// TestSlowBodiesPerClient in package server has), and requires honest
+// appends to be accepted all the while, and the server to stay up.
 func TestSlowBodiesAtTheInFlightCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("abuse test: skipped in -short mode")
@@ -750,11 +768,11 @@ func TestSlowBodiesAtTheInFlightCap(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range slow {
+	for i := range slow {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dribble(ctx, addr, "POST /v1/entries HTTP/1.1\r\nHost: "+addr+"\r\nContent-Length: 100000\r\n\r\n{")
+			dribble(ctx, attackerHost(i), addr, "POST /v1/entries HTTP/1.1\r\nHost: "+addr+"\r\nContent-Length: 100000\r\n\r\n{")
 		}()
 	}
 	time.Sleep(2 * time.Second)
@@ -860,17 +878,18 @@ func (s *statusCounts) require(t *testing.T, allowed map[int]bool, errorsOK bool
 }
 
 // flood has workers POST body(i) for i = 0, 1, ... until ctx ends, and
-// counts the answers. Each worker has its own connection. A request
+// counts the answers. Each worker has its own connection, from a client
+// address of its own (attackerHost). A request
 // started before ctx ends is carried to its answer, so that every
 // submission the server may have logged is counted.
 func flood(ctx context.Context, workers int, url string, body func(i int) []byte, counts *statusCounts, seen ...func(i, status int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			hc := &http.Client{Timeout: 30 * time.Second, Transport: attackerTransport(attackerHost(w), 1)}
 			defer hc.CloseIdleConnections()
 			for n := 0; n < 1_000_000 && ctx.Err() == nil; n++ {
 				i := int(next.Add(1) - 1)
@@ -894,7 +913,8 @@ func flood(ctx context.Context, workers int, url string, body func(i int) []byte
 }
 
 // openIdle opens up to n keep-alive connections, each after one complete
-// request, and returns them open.
+// request, from the attackers' addresses (attackerHost), and returns them
+// open.
 func openIdle(addr string, n int) []net.Conn {
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -905,8 +925,8 @@ func openIdle(addr string, n int) []net.Conn {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for int(next.Add(1)) <= n && time.Now().Before(deadline) {
-				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+			for i := int(next.Add(1)); i <= n && time.Now().Before(deadline); i = int(next.Add(1)) {
+				c, err := dialFrom(attackerHost(i), addr)
 				if err != nil {
 					continue
 				}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
 )
 
@@ -72,15 +74,20 @@ func dialFrom(host int, addr string) (net.Conn, error) {
 }
 
 // subscribe opens an event stream on wf from the loopback address of
-// host, waits for the server's first line, and returns the connection
-// (which the caller then never reads).
-func subscribe(host int, addr, wf string, after uint64) (net.Conn, int, error) {
+// host (with the request header lines headers, "Name: value"), waits for
+// the server's first line, and returns the connection (which the caller
+// then never reads).
+func subscribe(host int, addr, wf string, after uint64, headers ...string) (net.Conn, int, error) {
 	c, err := dialFrom(host, addr)
 	if err != nil {
 		return nil, 0, err
 	}
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	req := fmt.Sprintf("GET /v1/workflows/%s/events?after=%d HTTP/1.1\r\nHost: %s\r\n\r\n", wf, after, addr)
+	req := fmt.Sprintf("GET /v1/workflows/%s/events?after=%d HTTP/1.1\r\nHost: %s\r\n", wf, after, addr)
+	for _, h := range headers {
+		req += h + "\r\n"
+	}
+	req += "\r\n"
 	if _, err := io.WriteString(c, req); err != nil {
 		c.Close()
 		return nil, 0, err
@@ -171,7 +178,8 @@ func TestReaderAttacks(t *testing.T) {
 	t.Run("subscribers_not_reading", func(t *testing.T) {
 		// 1,000 streams on the honest agents' own workflows, from 20
 		// client addresses, that never read: every commit has entries to
-		// send them. Honest appends must keep going while they are open,
+		// send them (the server's cap of 128 streams per workflow
+		// admits 512 of them on the 4 workflows). Honest appends must keep going while they are open,
 		// the server must cut every one of them (they never take what
 		// it sends), and appends go on after.
 		var conns []net.Conn
@@ -202,10 +210,23 @@ func TestReaderAttacks(t *testing.T) {
 			wg.Wait()
 			t.Logf("%d of %d subscribers opened", len(conns), readerSubscribers)
 		}, nil)
-		// A runtime's own stream still opens (from an address of its own).
-		c, status, err := subscribe(250, addr, e.honest[0].wf, last)
+		// A runtime's own stream, for the step it executes, still opens
+		// (from an address of its own): it proves the step's pending
+		// RECEIPT (api.HeaderStreamStep), as client.WatchStep does, and
+		// takes capacity the subscribers cannot (the workflow's cap is
+		// theirs).
+		a := e.honest[0]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		pending, err := a.rt.Receipt(ctx, &statement.ReceiptDoc{ReceiptID: client.NewID("step"), Workflow: a.wf, StepID: "watched",
+			Action: "act", Target: "t/x", AuthorizationRef: a.grant, Result: statement.ResultPending, ScopeHash: a.hash})
+		cancel()
+		if err != nil {
+			t.Fatalf("the runtime's pending RECEIPT: %v", err)
+		}
+		proof := newClient(t, e.sp.url, e.vkey, -1).NewStepProof(a.priv, a.wf, pending.Index)
+		c, status, err := subscribe(250, addr, a.wf, last, fmt.Sprintf("%s: %d %s", api.HeaderStreamStep, proof.Index, base64.StdEncoding.EncodeToString(proof.Signature)))
 		if err != nil || status != http.StatusOK {
-			t.Errorf("with %d subscribers open, a runtime's stream: %d %v", len(conns), status, err)
+			t.Errorf("with %d subscribers open, a runtime's stream for its step: %d %v", len(conns), status, err)
 		} else {
 			c.Close()
 		}
@@ -376,16 +397,17 @@ func TestReaderAttacks(t *testing.T) {
 	_ = ed25519.PublicKeySize
 }
 
-// getFlood has workers clients GET url over and over until ctx ends.
+// getFlood has workers clients GET url over and over until ctx ends, each
+// from a client address of its own (attackerHost).
 func getFlood(ctx context.Context, workers int, url string, counts *statusCounts) {
-	tr := &http.Transport{MaxIdleConnsPerHost: workers}
-	hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-	defer tr.CloseIdleConnections()
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			tr := attackerTransport(attackerHost(w), 1)
+			hc := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+			defer tr.CloseIdleConnections()
 			for ctx.Err() == nil {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				resp, err := hc.Do(req)

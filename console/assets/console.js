@@ -2,6 +2,77 @@
 // ledger returns (and so everything an agent wrote) is written with
 // textContent or as an attribute value, never parsed as markup.
 
+import { keyId, signStatement, hex } from "./sign.js";
+
+const approvalType = "application/vnd.custody.approval.v1+json";
+
+// The passkey this browser signs with (its public file, no secret), kept
+// in localStorage.
+let signer = null;
+
+async function loadSigner(text) {
+  const status = document.getElementById("signer");
+  try {
+    const pk = JSON.parse(text);
+    if (!pk || typeof pk.public_key !== "string" || typeof pk.credential_id !== "string" || typeof pk.rp_id !== "string") {
+      throw new Error("a passkey file has public_key, credential_id and rp_id");
+    }
+    const keyid = await keyId(pk.public_key);
+    const ks = await getJSON("v1/keys/" + keyid + "/seq");
+    if (!ks.bound) throw new Error("key " + keyid + " is not enrolled on this log");
+    if (ks.retired) throw new Error("key " + keyid + " (" + ks.name + ") is retired");
+    signer = { passkey: pk, keyid, name: ks.name };
+    localStorage.setItem("custody.passkey", text);
+    status.className = "muted";
+    status.textContent = "signing as " + ks.name + " (key " + keyid + ")";
+    const approver = document.getElementById("approver");
+    if (!approver.value) {
+      approver.value = ks.name;
+      pollApprovals(ks.name);
+    }
+  } catch (e) {
+    signer = null;
+    status.className = "error";
+    status.textContent = "this passkey cannot sign here: " + e.message;
+  }
+}
+
+// decide builds the APPROVAL for h, has the passkey sign it and appends
+// it; the ledger's answer is shown in the card.
+async function decide(h, decision, reason, out) {
+  out.className = "muted";
+  out.textContent = "waiting for your passkey…";
+  try {
+    if (!signer) throw new Error("choose your passkey first");
+    const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
+    const rnd = hex(crypto.getRandomValues(new Uint8Array(8)));
+    const doc = {
+      actor: signer.name, approval_id: "apr_" + rnd, decision, log: info.origin,
+      receipt_ref: h.receipt_id, receipt_sha256: h.receipt_sha256, seq: ks.next_seq,
+      timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"), type: "APPROVAL", workflow_id: h.workflow_id,
+    };
+    if (reason) doc.reason = reason;
+    const env = await signStatement(signer.passkey, signer.keyid, approvalType, doc);
+    const r = await fetch(new URL("v1/entries", api), {
+      method: "POST", body: env, credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+    });
+    const text = await r.text();
+    let body = {};
+    try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
+    if (!r.ok) {
+      out.className = "error";
+      out.textContent = "the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") + (body.reason_code || body.code || "") + ": " + (body.reason || body.error || "");
+      return;
+    }
+    out.className = "answer";
+    out.textContent = "the ledger answered " + r.status + " " + (body.verdict || "") + " at index " + (body.index ?? "?");
+  } catch (e) {
+    out.className = "error";
+    out.textContent = "not sent: " + e.message;
+  }
+}
+
 // The API sits next to the console: /console/ -> /v1/..., and
 // /logs/NAME/console/ -> /logs/NAME/v1/....
 const api = new URL("../", document.baseURI);
@@ -30,6 +101,7 @@ async function getJSON(path, signal) {
 function heldCard(h) {
   const li = el("li", undefined, "card");
   li.dataset.receiptId = h.receipt_id;
+  li.dataset.held = JSON.stringify(h);
   li.append(el("h3", (h.action || "") + " → " + (h.target || "")));
   const dl = el("dl");
   row(dl, "receipt", h.receipt_id);
@@ -48,6 +120,21 @@ function heldCard(h) {
   const details = el("details");
   details.append(el("summary", "the exact statement"), el("pre", JSON.stringify(h.statement, null, 2)));
   li.append(details);
+  const actions = el("div", undefined, "actions");
+  const reason = el("input");
+  reason.placeholder = "reason (optional)";
+  reason.className = "reason";
+  const approve = el("button", "Approve");
+  const reject = el("button", "Reject");
+  approve.type = reject.type = "button";
+  approve.className = "approve";
+  reject.className = "reject";
+  const out = el("p", undefined, "muted");
+  out.setAttribute("role", "status");
+  approve.addEventListener("click", () => decide(h, "approve", reason.value.trim(), out));
+  reject.addEventListener("click", () => decide(h, "reject", reason.value.trim(), out));
+  actions.append(reason, approve, reject, out);
+  li.append(actions);
   return li;
 }
 
@@ -68,7 +155,12 @@ async function pollApprovals(approver) {
       const key = JSON.stringify(held);
       if (key !== last) {
         last = key;
-        list.replaceChildren(...held.map(heldCard));
+        // Keep the cards still held (and what they show); add new ones.
+        const old = new Map(Array.from(list.children, (li) => [li.dataset.receiptId, li]));
+        list.replaceChildren(...held.map((h) => {
+          const li = old.get(h.receipt_id);
+          return li && li.dataset.held === JSON.stringify(h) ? li : heldCard(h);
+        }));
       }
       status.className = "muted";
       status.textContent = held.length + " held" + (approver ? " for " + approver : "") + "; updated " + new Date().toLocaleTimeString();
@@ -97,6 +189,10 @@ async function start() {
     pollApprovals(input.value.trim());
   });
   pollApprovals(input.value.trim());
+  const file = document.getElementById("passkey-file");
+  file.value = localStorage.getItem("custody.passkey") || "";
+  document.getElementById("passkey-save").addEventListener("click", () => loadSigner(file.value));
+  if (file.value) loadSigner(file.value);
 }
 
 start();
