@@ -55,6 +55,14 @@ export interface EventStreamOptions {
   onConnect?: (after: number) => void;
   /** Called when a connection drops, with why; the stream then reconnects. */
   onDisconnect?: (err: unknown) => void;
+  /**
+   * The Custody-Stream-Step header for each (re)connection (a runtime's
+   * proof that it executes a step of the workflow: the server then counts
+   * the stream in capacity kept for steps, not against the per-address
+   * caps). Undefined: sent without. A server that refuses it (403) is
+   * asked again without it.
+   */
+  stepProof?: () => string | undefined;
 }
 
 function wait(ms: number, signal?: AbortSignal): Promise<void> {
@@ -79,6 +87,7 @@ export async function* events(client: StreamSource, workflow: string, opts: Even
   // With several servers (one log in PostgreSQL), any of them serves the
   // stream: after a drop, the next one is tried.
   let si = Math.max(0, client.servers.indexOf(client.url));
+  let proofRefused = false;
   while (!opts.signal?.aborted) {
     const url = client.servers[si % client.servers.length] + path;
     const ctrl = new AbortController();
@@ -91,12 +100,13 @@ export async function* events(client: StreamSource, workflow: string, opts: Even
     };
     try {
       resetIdle();
-      const resp = await client.fetchFn(url, {
-        headers: { accept: "text/event-stream", "last-event-id": String(after) },
-        signal: ctrl.signal,
-      });
+      const headers: Record<string, string> = { accept: "text/event-stream", "last-event-id": String(after) };
+      const proof = proofRefused ? undefined : opts.stepProof?.();
+      if (proof) headers["custody-stream-step"] = proof;
+      const resp = await client.fetchFn(url, { headers, signal: ctrl.signal });
       if (resp.status !== 200 || !resp.body) {
         await resp.body?.cancel();
+        if (proof && resp.status === 403) proofRefused = true;
         throw new HTTPError(resp.status, "", `events of ${workflow}`);
       }
       opts.onConnect?.(after);

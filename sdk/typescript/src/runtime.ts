@@ -11,7 +11,6 @@ import type { ApprovalCheck } from "./approval.js";
 import { canonicalize } from "./canonical.js";
 import { AppendResult, ApprovalState, Client } from "./client.js";
 import { HTTPError, RefusedError } from "./errors.js";
-import type { Entry } from "./events.js";
 import { PrivateKey } from "./keys.js";
 import { ApprovalRule, formatTime, optionalSet, canonicalSet } from "./scope.js";
 import { Confirm, Delegate, GrantFields, Receipt, Resume, Revoke, seal, signStatement, Statement, Stop } from "./statement.js";
@@ -174,6 +173,33 @@ export function paramsSha256(params: unknown): string {
   return createHash("sha256").update(canonicalize(params)).digest("hex");
 }
 
+/** A running step, as its workflow's STOP watch sees it. */
+interface WatchSub {
+  step: Step & { workflow: string };
+  /** The index of its pending receipt: STOPs after it cover it. */
+  after: number;
+  ex: Execution;
+  ctrl: AbortController;
+  /** The STOPs already delivered to it. */
+  seen: Set<number>;
+  /** Resolves when the watch can reach the step. */
+  ready?: Promise<void>;
+}
+
+/** One event stream of a workflow, shared by the runtime's running steps of it. */
+interface Watch {
+  workflow: string;
+  /** The stream started after this index, or the STOPs it saw up to here were dropped from stops. */
+  startAfter: number;
+  subs: Set<WatchSub>;
+  /** The STOPs it has seen (the latest few thousand), for steps that join later. */
+  stops: Array<[number, Stop]>;
+  ctrl: AbortController;
+  ended: boolean;
+  /** Resolves when the stream is connected (at once if it is). */
+  connected: () => Promise<void>;
+}
+
 /** A Runtime signs as one key and appends through one Client. Appends are made one at a time, so each carries the next seq. */
 export class Runtime {
   readonly client: Client;
@@ -185,6 +211,7 @@ export class Runtime {
   #name: string;
   #next = 0;
   #queue: Promise<unknown> = Promise.resolve();
+  #watches = new Map<string, Watch>();
 
   constructor(client: Client, key: PrivateKey, options: RuntimeOptions = {}) {
     this.client = client;
@@ -386,33 +413,23 @@ export class Runtime {
       }
     }
 
-    // Watch the workflow from just after the pending receipt: every STOP
-    // logged after it is seen, none is missed between the two.
-    const name = this.#name;
+    // Join the workflow's STOP watch (one event stream per workflow, shared
+    // by the steps this runtime runs): every STOP logged after the pending
+    // receipt reaches the step, none is missed between the two.
     const stepCtrl = new AbortController();
-    const watchCtrl = new AbortController();
-    let connected!: () => void;
-    const isConnected = new Promise<void>((r) => (connected = r));
-    const watch = (async () => {
-      try {
-        for await (const e of this.client.events(s.workflow, { after: answer.index, signal: watchCtrl.signal, onConnect: () => connected() })) {
-          this.#onEntry(e, s, name, ex, stepCtrl);
-        }
-      } catch {
-        /* the stream ends only when watchCtrl aborts */
-      }
-    })();
+    const sub: WatchSub = { step: s, after: answer.index, ex, ctrl: stepCtrl, seen: new Set() };
+    const w = this.#subscribe(sub);
     const finishWatch = async () => {
-      watchCtrl.abort();
-      await watch;
+      this.#unsubscribe(w, sub);
     };
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((r) => (timer = setTimeout(() => r(true), this.watchTimeoutMs)));
-    const late = await Promise.race([isConnected.then(() => false), timedOut]);
+    const timedOut = new Promise<string>((r) => (timer = setTimeout(() => r("late"), this.watchTimeoutMs)));
+    const ready = await Promise.race([sub.ready!.then(() => "", (e: unknown) => (e as Error).message ?? String(e)), timedOut]);
     clearTimeout(timer);
-    if (late) {
+    if (ready !== "") {
       await finishWatch();
-      const err = new NotExecutedError(`no event stream for workflow ${s.workflow} within ${this.watchTimeoutMs} ms, so a STOP could not reach the step`, ex);
+      const why = ready === "late" ? `no event stream for workflow ${s.workflow} within ${this.watchTimeoutMs} ms` : `the STOP watch of workflow ${s.workflow} failed: ${ready}`;
+      const err = new NotExecutedError(`${why}, so a STOP could not reach the step`, ex);
       await this.#outcome(s, ex, { result: "failure", error: "not executed: " + err.message }).catch(() => undefined);
       throw err;
     }
@@ -522,16 +539,117 @@ export class Runtime {
     return fresh;
   }
 
-  #onEntry(e: Entry, s: Step & { workflow: string }, name: string, ex: Execution, stepCtrl: AbortController): void {
-    const st = e.read?.statement;
-    if (!st || st.type !== "STOP") return;
-    if (st.takeover_to && st.takeover_to === name) this.hooks.onTakeover?.(st, e.index);
+  /**
+   * Registers a running step with its workflow's STOP watch, opening the
+   * watch (one event stream) if none is open. The watch's stream starts
+   * after the pending receipt of the step that opened it and reconnects
+   * with Last-Event-ID; it is opened with a Custody-Stream-Step proof of a
+   * step it covers. A step that joins late gets the STOPs the watch has
+   * already seen after its pending receipt; one whose pending receipt is
+   * older than the watch's start reads the gap from the log. sub.ready
+   * resolves once the stream is connected (and the gap read): only then
+   * may the step run.
+   */
+  #subscribe(sub: WatchSub): Watch {
+    const wf = sub.step.workflow;
+    let w = this.#watches.get(wf);
+    if (!w || w.ended) {
+      w = this.#openWatch(wf, sub);
+      this.#watches.set(wf, w);
+    }
+    const watch = w;
+    watch.subs.add(sub);
+    for (const [index, st] of watch.stops) this.#deliver(sub, st, index);
+    const gapEnd = watch.startAfter; // the STOPs the watch saw after it are in watch.stops
+    const gap = gapEnd > sub.after
+      ? this.client.workflow(wf, sub.after).then((entries) => {
+          for (const e of entries) {
+            if (e.index > gapEnd) break;
+            const st = e.read?.statement;
+            if (st?.type === "STOP") this.#deliver(sub, st, e.index);
+          }
+        })
+      : Promise.resolve();
+    sub.ready = Promise.all([gap, watch.connected()]).then(() => undefined);
+    sub.ready.catch(() => undefined);
+    return watch;
+  }
+
+  /** A step has ended: it leaves its watch, which closes when its last step has left. */
+  #unsubscribe(w: Watch, sub: WatchSub): void {
+    w.subs.delete(sub);
+    if (w.subs.size === 0) {
+      w.ended = true;
+      w.ctrl.abort();
+      if (this.#watches.get(w.workflow) === w) this.#watches.delete(w.workflow);
+    }
+  }
+
+  /** Opens a workflow's watch for its first step (already registered when the stream's first proof is made). */
+  #openWatch(workflow: string, first: WatchSub): Watch {
+    const after = first.after;
+    const ctrl = new AbortController();
+    let isUp = false;
+    let waiters: Array<() => void> = [];
+    const w: Watch = {
+      workflow, startAfter: after, subs: new Set([first]), stops: [], ctrl, ended: false,
+      connected: () => (isUp ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    };
+    const name = this.#name;
+    // The proof names the pending receipt of a step the watch covers now
+    // (the newest: the server counts at most two streams per step).
+    const stepProof = () => {
+      let last: WatchSub | undefined;
+      for (const sub of w.subs) last = sub;
+      if (!last) return undefined;
+      const msg = new TextEncoder().encode(`custody event stream for a step v1\n${this.client.origin}\n${workflow}\n${last.after}\n`);
+      return `${last.after} ${Buffer.from(this.key.sign(msg)).toString("base64")}`;
+    };
+    void (async () => {
+      try {
+        for await (const e of this.client.events(workflow, {
+          after, signal: ctrl.signal, stepProof,
+          onConnect: () => {
+            isUp = true;
+            const ws = waiters;
+            waiters = [];
+            for (const r of ws) r();
+          },
+          onDisconnect: () => (isUp = false),
+        })) {
+          const st = e.read?.statement;
+          if (!st || st.type !== "STOP") continue;
+          w.stops.push([e.index, st]);
+          if (w.stops.length > 4096) {
+            // Steps that join later read the dropped part from the log.
+            w.startAfter = w.stops[2047]![0];
+            w.stops.splice(0, 2048);
+          }
+          if (st.takeover_to && st.takeover_to === name) this.hooks.onTakeover?.(st, e.index);
+          for (const sub of [...w.subs]) this.#deliver(sub, st, e.index);
+        }
+      } catch {
+        /* the stream ends only when ctrl aborts */
+      } finally {
+        isUp = false;
+        w.ended = true;
+        if (this.#watches.get(workflow) === w) this.#watches.delete(workflow);
+      }
+    })();
+    return w;
+  }
+
+  /** Aborts a running step that a STOP logged after its pending receipt covers (once per STOP). */
+  #deliver(sub: WatchSub, st: Stop, index: number): void {
+    if (index <= sub.after || sub.seen.has(index)) return;
+    const s = sub.step;
     const covers = st.workflow_id === s.workflow && (st.stop_scope === "chain" || s.stepId === st.step_id || s.stepId.startsWith(st.step_id + "/"));
     if (!covers) return;
-    this.hooks.onStop?.(st, e.index);
-    const se = new StoppedError(st, e.index);
-    ex.stopped ??= se;
-    stepCtrl.abort(ex.stopped);
+    sub.seen.add(index);
+    this.hooks.onStop?.(st, index);
+    const se = new StoppedError(st, index);
+    sub.ex.stopped ??= se;
+    sub.ctrl.abort(sub.ex.stopped);
   }
 
   /** Writes the outcome receipt of an executed (or abandoned) step; it is written even after a STOP. */
