@@ -164,7 +164,10 @@ func TestBrowserApprovalsLive(t *testing.T) {
 // the APPROVAL, the passkey signs its PAE's SHA-256, the ledger accepts
 // it, and the runtime's own check of the approval passes (the step may
 // run). A second held receipt bob rejects with a reason: the runtime is
-// told approval_rejected and never runs it.
+// told approval_rejected and never runs it. A passkey whose enrolled
+// origins lack the console's is refused by the ledger. Last, the
+// workflow's owner stops it with "Stop workflow" (a STOP her passkey
+// signs) and the agent's next step is denied workflow_stopped.
 func TestBrowserApproveWithPasskey(t *testing.T) {
 	// The console's server, on a port known before it starts (its origin
 	// names the port), over the same ledger as lg's.
@@ -346,5 +349,48 @@ func TestBrowserApproveWithPasskey(t *testing.T) {
 	case err := <-waiting:
 		t.Fatalf("the runtime stopped waiting after a refused approval: %v", err)
 	default:
+	}
+
+	// alice owns wf_pk; her passkey (another key of user:alice) stops it
+	// from the console, and the agent's next step is denied.
+	lpriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lspki, _ := x509.MarshalPKIXPublicKey(&lpriv.PublicKey)
+	lpkcs8, _ := x509.MarshalPKCS8PrivateKey(lpriv)
+	lCredID := make([]byte, 16)
+	rand.Read(lCredID)
+	aliceFile, _ := json.Marshal(map[string]any{"key_type": sign.KeyTypeWebAuthnES256, "public_key": base64.StdEncoding.EncodeToString(lspki),
+		"credential_id": base64.StdEncoding.EncodeToString(lCredID), "rp_id": "localhost", "origins": []string{origin}})
+	if _, err := lg.Admin.Append(ctx, &statement.PrincipalDoc{PrincipalID: "p_alice_pk", Op: statement.OpAddKey, Name: "user:alice",
+		KeyType: sign.KeyTypeWebAuthnES256, PublicKey: base64.StdEncoding.EncodeToString(lspki), CredentialID: base64.StdEncoding.EncodeToString(lCredID),
+		RPID: "localhost", Origins: []string{origin}}); err != nil {
+		t.Fatalf("adding alice's passkey: %v", err)
+	}
+	var stopAnswer string
+	if err := chromedp.Run(tab,
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			return webauthn.AddCredential(authID, &webauthn.Credential{CredentialID: base64.StdEncoding.EncodeToString(lCredID),
+				RpID: "localhost", PrivateKey: base64.StdEncoding.EncodeToString(lpkcs8)}).Do(ctx)
+		}),
+		chromedp.SetValue(`#passkey-file`, string(aliceFile), chromedp.ByQuery),
+		chromedp.Click(`#passkey-save`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as user:alice")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.SetValue(`#stop-workflow`, "wf_pk", chromedp.ByQuery),
+		chromedp.SetValue(`#stop-reason`, "the agent buys from the wrong vendor", chromedp.ByQuery),
+		chromedp.Click(`#stop-button`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("stop-status").textContent.startsWith("the ledger answered")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Text(`#stop-status`, &stopAnswer, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("stopping wf_pk from the console: %v", err)
+	}
+	if !strings.HasPrefix(stopAnswer, "the ledger answered 200 accepted") {
+		t.Fatalf("the STOP: %q", stopAnswer)
+	}
+	after := servertest.Pending(grant, "s_after", map[string]int64{"usd": 1})
+	rec, err := agent.Receipt(ctx, after)
+	if err == nil || rec == nil || rec.Accepted() || rec.ReasonCode != "workflow_stopped" {
+		t.Fatalf("a step after the console's STOP: %+v, %v; want denied workflow_stopped", rec, err)
 	}
 }

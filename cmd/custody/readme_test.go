@@ -233,8 +233,10 @@ func TestReadmeRunsInOneShell(t *testing.T) {
 	for d := home; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
-	t.Cleanup(func() {
-		// Whatever a failed run left running: witnesses, the cluster.
+	stopServices := func() {
+		// Whatever a failed run left running: witnesses, the cluster
+		// (before the shell's process group is killed, so that witnessd
+		// still stops its witnesses).
 		filepath.Walk(home, func(p string, fi os.FileInfo, err error) error {
 			if err == nil && fi.Name() == "holder.pid" {
 				exec.Command(filepath.Join(repo, "scripts", "local-witness.sh"), "stop", filepath.Dir(p)).Run()
@@ -244,7 +246,8 @@ func TestReadmeRunsInOneShell(t *testing.T) {
 			}
 			return nil
 		})
-	})
+	}
+	t.Cleanup(stopServices)
 	full := "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\nset -x\n" + script
 	runner := filepath.Join(t.TempDir(), "readme.sh")
 	if err := os.WriteFile(runner, []byte(full), 0o644); err != nil {
@@ -290,6 +293,7 @@ func TestReadmeRunsInOneShell(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = lf, lf
 	err = cmd.Run()
 	lf.Close()
+	stopServices()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything left behind
 	out, _ := os.ReadFile(logFile)
 	if err != nil {

@@ -73,6 +73,50 @@ async function decide(h, decision, reason, out) {
   }
 }
 
+// signAndAppend has the signer's passkey sign doc (its header filled in
+// here) and appends it; it returns the ledger's answer as a sentence.
+async function signAndAppend(kind, payloadType, doc) {
+  if (!signer) throw new Error("choose your passkey first");
+  const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
+  Object.assign(doc, {
+    actor: signer.name, log: info.origin, seq: ks.next_seq, type: kind,
+    timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+  });
+  const env = await signStatement(signer.passkey, signer.keyid, payloadType, doc);
+  const r = await fetch(new URL("v1/entries", api), {
+    method: "POST", body: env, credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+  });
+  const text = await r.text();
+  let body = {};
+  try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
+  if (!r.ok) {
+    throw new Error("the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") + (body.reason_code || body.code || "") + ": " + (body.reason || body.error || ""));
+  }
+  return "the ledger answered " + r.status + " " + (body.verdict || "") + " at index " + (body.index ?? "?");
+}
+
+async function stopWorkflow(ev) {
+  ev.preventDefault();
+  const out = document.getElementById("stop-status");
+  out.className = "muted";
+  out.textContent = "waiting for your passkey…";
+  try {
+    const wf = document.getElementById("stop-workflow").value.trim();
+    if (!wf) throw new Error("name the workflow");
+    const rnd = hex(crypto.getRandomValues(new Uint8Array(8)));
+    out.textContent = await signAndAppend("STOP", "application/vnd.custody.stop.v1+json", {
+      request_id: "stop_" + rnd, workflow_id: wf, stop_scope: "chain",
+      takeover_mode: document.getElementById("stop-mode").value,
+      reason: document.getElementById("stop-reason").value.trim() || "stopped from the console",
+    });
+    out.className = "answer";
+  } catch (e) {
+    out.className = "error";
+    out.textContent = e.message.startsWith("the ledger") ? e.message : "not sent: " + e.message;
+  }
+}
+
 // The API sits next to the console: /console/ -> /v1/..., and
 // /logs/NAME/console/ -> /logs/NAME/v1/....
 const api = new URL("../", document.baseURI);
@@ -189,6 +233,7 @@ async function start() {
     pollApprovals(input.value.trim());
   });
   pollApprovals(input.value.trim());
+  document.getElementById("stop-form").addEventListener("submit", stopWorkflow);
   const file = document.getElementById("passkey-file");
   file.value = localStorage.getItem("custody.passkey") || "";
   document.getElementById("passkey-save").addEventListener("click", () => loadSigner(file.value));
