@@ -158,7 +158,7 @@ export interface RuntimeOptions {
 }
 
 /** The reasons a held step does not run; its failure outcome's error starts with one. */
-export type ApprovalFailure = "approval_rejected" | "approval_expired" | "approval_closed" | "approval_timeout" | "ledger_unavailable" | "approval_mismatch";
+export type ApprovalFailure = "approval_rejected" | "approval_expired" | "approval_closed" | "approval_timeout" | "ledger_unavailable" | "params_mismatch";
 
 /** A held step that did not run, and why (execute rejects with a NotExecutedError whose cause is this). */
 export class NotApprovedError extends Error {
@@ -534,7 +534,7 @@ export class Runtime {
     if (Date.now() >= deadline) throw new NotApprovedError("approval_expired", `receipt ${id} was approved, but its deadline ${fresh.deadline} has passed`);
     const want = fresh.receipt?.params_sha256;
     if (want !== undefined && (s.params === undefined || paramsSha256(s.params) !== want)) {
-      throw new NotApprovedError("approval_mismatch", `receipt ${id} approved params_sha256 ${want}, and the call about to run hashes to ${s.params === undefined ? "nothing" : paramsSha256(s.params)}`);
+      throw new NotApprovedError("params_mismatch", `receipt ${id} approved params_sha256 ${want}, and the call about to run hashes to ${s.params === undefined ? "nothing" : paramsSha256(s.params)}`);
     }
     return fresh;
   }

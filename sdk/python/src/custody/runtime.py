@@ -119,7 +119,7 @@ class DeniedError(CustodyError):
 
 class NotExecutedError(CustodyError):
     """execute never ran the step. ``reason_code`` is the ledger's code for a denial, or one of
-    approval_rejected, approval_expired, approval_closed, approval_timeout, ledger_unavailable,
+    approval_rejected, approval_expired, approval_closed, approval_timeout, ledger_unavailable, params_mismatch,
     stopped, vetoed, unverified, refused."""
 
     code = "not_executed"
@@ -500,9 +500,9 @@ class Runtime:
         st = e.statement
         want = {"step_id": step.step_id, "action": step.action, "target": step.target, "authorization_ref": step.auth}
         if st["type"] != "RECEIPT" or st["result"] != "pending" or any(st[k] != v for k, v in want.items()):
-            raise NotExecutedError("approval_mismatch", f"{receipt_id} is not this step's pending receipt", Execution())
+            raise NotExecutedError("params_mismatch", f"{receipt_id} is not this step's pending receipt", Execution())
         if step.params is not None and st.get("params_sha256") != params_sha256(step.params):
-            raise NotExecutedError("approval_mismatch", f"{receipt_id} was written for other parameters", Execution())
+            raise NotExecutedError("params_mismatch", f"{receipt_id} was written for other parameters", Execution())
         s = Step(**{**step.__dict__, "workflow": st["workflow_id"], "scope_hash": st["scope_hash"], "receipt_id": receipt_id})
         return StepRun(self, s, Execution(), e.index, st, True)
 
@@ -644,7 +644,7 @@ class StepRun:
         if self._done:
             raise NotExecutedError("already_run", f"step {s.step_id} (receipt {self.receipt_id}) was run or closed already", ex)
         if params is not None and self.statement.get("params_sha256") is not None and self.statement["params_sha256"] != params_sha256(params):
-            await self.abandon("approval_mismatch", "the call about to be made is not the one the pending receipt names (params_sha256)")
+            await self.abandon("params_mismatch", "the call about to be made is not the one the pending receipt names (params_sha256)")
         ctx = StepContext(s, ex.pending)
         sub = _Sub(rt, s, self.index, ex, ctx)
         out = Outcome()
