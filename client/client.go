@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/custodylog/custody/internal/backoff"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
@@ -193,7 +194,9 @@ func Discover(ctx context.Context, baseURL string, hc *http.Client) (*api.Log, e
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bases: bases, hc: hc}
+	// Through a failover as every other read: a follower may answer 503
+	// while it takes over, and a dead server is passed over.
+	c := &Client{bases: bases, hc: hc, opts: Options{FailoverWait: 15 * time.Second, StallWait: time.Second}}
 	var out api.Log
 	if err := c.getJSON(ctx, api.PathLog, &out); err != nil {
 		return nil, err
@@ -271,28 +274,38 @@ func httpError(resp *http.Response) error {
 // or cut off).
 func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, error) {
 	var resp *http.Response
+	start := time.Now()
+	pause := backoff.Backoff{First: 100 * time.Millisecond, Max: time.Second}
 	for attempt := 0; ; attempt++ {
 		i := int(c.cur.Load()) % len(c.bases)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.bases[i]+path, nil)
 		if err != nil {
 			return nil, err
 		}
-		last := attempt+1 >= len(c.bases) || ctx.Err() != nil
+		// Each server is tried in turn; with several, further rounds
+		// follow, a pause apart, until Options.FailoverWait has passed
+		// (a follower answers 503 while it takes over a dead leader's
+		// lease, and the dead one refuses connections).
+		roundEnd := (attempt+1)%len(c.bases) == 0
+		more := len(c.bases) > 1 && c.opts.FailoverWait > 0 && time.Since(start) < c.opts.FailoverWait
+		last := (roundEnd && !more) || ctx.Err() != nil
 		if last {
 			resp, err = c.hc.Do(req)
 		} else {
 			resp, err = c.unlessFrozen(ctx, req, i)
+		}
+		if err == nil && resp.StatusCode == http.StatusServiceUnavailable && !last {
+			err = httpError(resp)
+			resp.Body.Close()
 		}
 		if err != nil {
 			if last {
 				return nil, fmt.Errorf("ledger server: %w", err)
 			}
 			c.next(i)
-			continue
-		}
-		if resp.StatusCode == http.StatusServiceUnavailable && !last {
-			resp.Body.Close()
-			c.next(i)
+			if roundEnd && !pause.Wait(ctx) {
+				return nil, fmt.Errorf("ledger server: %w", err)
+			}
 			continue
 		}
 		break
