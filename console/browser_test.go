@@ -138,7 +138,7 @@ func TestBrowserApprovalsLive(t *testing.T) {
 	}
 	if dir := os.Getenv("CUSTODY_SCREENSHOTS"); dir != "" {
 		var png []byte
-		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 90)); err != nil {
+		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 100)); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "console-approvals.png"), png, 0o644); err != nil {
@@ -287,8 +287,11 @@ func TestBrowserApproveWithPasskey(t *testing.T) {
 	}
 	if dir := os.Getenv("CUSTODY_SCREENSHOTS"); dir != "" {
 		var png []byte
-		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 90)); err == nil {
-			os.WriteFile(filepath.Join(dir, "console-approve.png"), png, 0o644)
+		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 100)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "console-approve.png"), png, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 	clicked := time.Now()
