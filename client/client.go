@@ -424,40 +424,12 @@ func (c *Client) watch(ctx context.Context, req *http.Request, i int) (*http.Res
 	if len(c.bases) < 2 || c.opts.StallWait < 0 {
 		return c.hc.Do(req)
 	}
-	actx, cancel := context.WithCancel(ctx)
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := c.hc.Do(req.WithContext(actx))
-		done <- result{resp, err}
-	}()
-	t := time.NewTimer(c.opts.StallWait)
-	defer t.Stop()
-	for {
-		select {
-		case r := <-done:
-			if r.err != nil {
-				cancel()
-				return nil, r.err
-			}
-			r.resp.Body = &cancelBody{ReadCloser: r.resp.Body, cancel: cancel}
-			return r.resp, nil
-		case <-t.C:
-			if leader := c.leaderElsewhere(actx, i); leader != "" {
-				cancel()
-				go func() {
-					if r := <-done; r.resp != nil {
-						r.resp.Body.Close()
-					}
-				}()
-				return nil, movedOn(leader)
-			}
-			t.Reset(c.opts.StallWait)
+	return c.doWatched(ctx, req, func(actx context.Context) error {
+		if leader := c.leaderElsewhere(actx, i); leader != "" {
+			return movedOn(leader)
 		}
-	}
+		return nil
+	})
 }
 
 // unlessFrozen sends a read to server i; every Options.StallWait without
@@ -468,6 +440,27 @@ func (c *Client) unlessFrozen(ctx context.Context, req *http.Request, i int) (*h
 	if c.opts.StallWait < 0 {
 		return c.hc.Do(req)
 	}
+	return c.doWatched(ctx, req, func(actx context.Context) error {
+		pctx, pcancel := context.WithTimeout(actx, c.opts.StallWait)
+		defer pcancel()
+		preq, _ := http.NewRequestWithContext(pctx, http.MethodGet, c.bases[i]+"/readyz", nil)
+		presp, err := c.hc.Do(preq)
+		if err == nil {
+			presp.Body.Close()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil // the caller's own end, not the server's silence
+		}
+		return fmt.Errorf("%s gives no answer (frozen or cut off): %w", c.bases[i], err)
+	})
+}
+
+// doWatched sends req and, every Options.StallWait while no answer has
+// come, calls stalled: a non-nil error from it abandons the request (its
+// late answer, if any, is closed) and is returned. The answer's body
+// carries the request's context, ended when the body is closed.
+func (c *Client) doWatched(ctx context.Context, req *http.Request, stalled func(actx context.Context) error) (*http.Response, error) {
 	actx, cancel := context.WithCancel(ctx)
 	type result struct {
 		resp *http.Response
@@ -490,21 +483,14 @@ func (c *Client) unlessFrozen(ctx context.Context, req *http.Request, i int) (*h
 			r.resp.Body = &cancelBody{ReadCloser: r.resp.Body, cancel: cancel}
 			return r.resp, nil
 		case <-t.C:
-			pctx, pcancel := context.WithTimeout(actx, c.opts.StallWait)
-			preq, _ := http.NewRequestWithContext(pctx, http.MethodGet, c.bases[i]+"/readyz", nil)
-			presp, err := c.hc.Do(preq)
-			if err == nil {
-				presp.Body.Close()
-			}
-			pcancel()
-			if err != nil && ctx.Err() == nil {
+			if err := stalled(actx); err != nil {
 				cancel()
 				go func() {
 					if r := <-done; r.resp != nil {
 						r.resp.Body.Close()
 					}
 				}()
-				return nil, fmt.Errorf("%s gives no answer (frozen or cut off): %w", c.bases[i], err)
+				return nil, err
 			}
 			t.Reset(c.opts.StallWait)
 		}
