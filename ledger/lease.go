@@ -90,7 +90,9 @@ type leadership struct {
 	// seqEpoch is the epoch the sequencer's state was loaded under (owned
 	// by the sequencer goroutine).
 	seqEpoch uint64
-	// renewed is when the last successful acquisition or renewal began.
+	// renewed is when the last successful acquisition or renewal began
+	// (written by the lease loop under mu; stepDown, which a commit may
+	// call, reads it under mu).
 	renewed time.Time
 	// freeSince is when this server first saw the lease free since it
 	// last saw it held (Options.LeaseWait; owned by tryLead's callers:
@@ -203,8 +205,8 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 		l.lead.freeSince = time.Time{}
 	}
 	if ls.Mine && l.lead.epoch.Load() != ls.Epoch {
-		l.lead.renewed = start
 		l.lead.mu.Lock()
+		l.lead.renewed = start
 		if l.lead.endHeld != nil {
 			l.lead.endHeld()
 		}
@@ -310,12 +312,12 @@ func (l *Ledger) stepDown(reason string, lost bool) {
 	if held == 0 {
 		return
 	}
-	since := time.Since(l.lead.renewed)
 	l.lead.stepDowns.Add(1)
 	if lost {
 		l.lead.lost.Add(1)
 	}
 	l.lead.mu.Lock()
+	since := time.Since(l.lead.renewed)
 	if l.lead.endHeld != nil {
 		l.lead.endHeld()
 	}
@@ -389,8 +391,8 @@ func (l *Ledger) leaseLoop() {
 					l.leaseEvent("renewed_late", "lease renewed late", slog.Uint64("epoch", l.lead.epoch.Load()),
 						slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))
 				}
-				l.lead.renewed = start
 				l.lead.mu.Lock()
+				l.lead.renewed = start
 				l.lead.last.Expires, l.lead.last.Live = exp, true
 				l.lead.mu.Unlock()
 				nextLease = start.Add(ttl / 3)
