@@ -573,6 +573,14 @@ func (l *Ledger) process(batch []*request) {
 			var doc *statement.DenialDoc
 			var err error
 			doc, leafEnv, err = l.denial(&d, req.env, next, at)
+			if e := l.engine.Err(); e != nil {
+				// The engine could not read the log key's record (a read
+				// ended by a lost lease, say): as after Decide, nothing of
+				// this batch may be logged.
+				l.drain()
+				l.fail(batch, answers, e)
+				return
+			}
 			if err != nil {
 				a.err = err
 				continue
@@ -588,6 +596,13 @@ func (l *Ledger) process(batch []*request) {
 					return
 				}
 			}
+		}
+		if err := l.engine.Err(); err != nil {
+			// A read of the links (the workflow's last entry) failed: the
+			// leaf would miss its link. Nothing of this batch is logged.
+			l.drain()
+			l.fail(batch, answers, err)
+			return
 		}
 		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
 			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
@@ -873,7 +888,7 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 	for _, with := range []bool{true, false} {
 		doc := l.engine.Denial(d, env, index, at, with)
 		if doc == nil {
-			return nil, nil, fmt.Errorf("DENIAL %d: the log has no GENESIS", index)
+			return nil, nil, fmt.Errorf("DENIAL %d: the log has no GENESIS, or no record of its log key", index)
 		}
 		payload, err := statement.Marshal(doc)
 		if err != nil {
