@@ -30,8 +30,9 @@ CUSTODY_FAULT_ROUNDS=$rounds CUSTODY_FAULT_REPORT=$report \
 echo "== leader killed under load ($rounds kills)"
 CUSTODY_FAILOVER_KILLS=$rounds CUSTODY_FAULT_REPORT=$report \
   go test ./failover -run 'TestFailoverUnderLoad' -count=1 -timeout 60m
-echo "== a cut leader answers what it holds; a follower that never signed takes over; the database away; disk full"
-go test ./failover -run 'TestCutLeaderAnswersHeld|TestNeverSignedTakesOver|TestDatabaseAway|TestDatabaseDiskFull' -count=1 -v -timeout 30m | grep -E '^(---|ok|FAIL)|full:'
+echo "== a cut leader answers what it holds; a late renewal; the Go, TypeScript and Python clients move on; a follower that never signed takes over; the database away; disk full"
+go test ./failover -run 'TestCutLeaderAnswersHeld|TestLeaseRenewedLate|TestClientsMoveOn|TestNeverSignedTakesOver|TestDatabaseAway|TestDatabaseDiskFull' -count=1 -v -timeout 30m |
+  grep -E '^ *(---|ok|FAIL)|full:|after the (cut|send|leader was)|stepped down .* after the cut'
 echo "== witnesses: 2-of-3 quorum under continuous appends"
 CUSTODY_WITNESS_REPORT=$report go test ./witness/cosign -run TestQuorumUnderContinuousAppends -count=1
 echo "== figures (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
