@@ -724,7 +724,7 @@ func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
 		l.fail(batch, answers, err)
 		return
 	}
-	l.stats.splits.Add(1)
+	l.stats.split()
 	if len(batch) == 1 {
 		batch[0].done <- answer{err: refusal(authority.TooLarge, "the statement changes too much state to commit in one transaction (%v)", cause)}
 		return
