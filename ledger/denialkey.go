@@ -49,7 +49,7 @@ func (cfg *config) denialKeyring(st configFiles, passphrase func() ([]byte, erro
 // denialKey is the private key of the key that signs DENIALs now, as the
 // trust chain says, or nil if the ledger does not hold it.
 func (l *Ledger) denialKey() ed25519.PrivateKey {
-	return l.kr.denial[l.engine.DenialKeyID()]
+	return l.keys.denial(l.engine.DenialKeyID())
 }
 
 // checkDenialKey fails the opening of a ledger that does not hold the key
@@ -72,7 +72,7 @@ func (l *Ledger) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
 	if err != nil {
 		return nil // the engine denies it for its schema
 	}
-	if l.kr.denial[sign.KeyID(pub)] != nil {
+	if l.keys.denial(sign.KeyID(pub)) != nil {
 		return nil
 	}
 	return refusal(authority.UnknownKey, "the new DENIAL key %s is not one this ledger holds: list its private key file first (custody key rotate-denial, or ledger.AddDenialKey)", sign.KeyID(pub))
@@ -90,10 +90,10 @@ func AddDenialKey(loc, keyFile string, opts Options) (keyID string, err error) {
 		}
 		pub := k.Public().(ed25519.PublicKey)
 		keyID = sign.KeyID(pub)
-		if l.kr.denial[keyID] != nil || slices.Contains(cfg.DenialKeys, keyFile) {
+		if l.keys.denial(keyID) != nil || slices.Contains(cfg.DenialKeys, keyFile) {
 			return fmt.Errorf("%s holds a key this ledger already lists as a DENIAL key", keyFile)
 		}
-		if l.keySet.Has(pub) {
+		if l.keys.set.Has(pub) {
 			return fmt.Errorf("%s holds one of this log's checkpoint keys: a key has one role", keyFile)
 		}
 		if rec, err := l.KeyBinding(keyID); err != nil {
@@ -164,7 +164,7 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 	if err != nil {
 		return nil, err
 	}
-	pub := l.kr.denial[newID].Public().(ed25519.PublicKey)
+	pub := l.keys.denial(newID).Public().(ed25519.PublicKey)
 	now := time.Now
 	if opts.Clock != nil {
 		now = opts.Clock

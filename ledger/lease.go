@@ -412,7 +412,7 @@ func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: sh.Checkpoint}
 	if sh.Checkpoint != nil {
-		c, err := l.keySet.Open(sh.Checkpoint)
+		c, err := l.keys.set.Open(sh.Checkpoint)
 		if err != nil {
 			return nil, fmt.Errorf("stored checkpoint: %w", err)
 		}

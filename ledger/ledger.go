@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
-	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
 )
@@ -170,35 +166,19 @@ type retiredKey struct {
 	Root string `json:"root,omitempty"`
 }
 
-// keyring is what an open ledger signs with.
-type keyring struct {
-	log        ed25519.PrivateKey   // GENESIS's log key: DENIALs
-	checkpoint []ed25519.PrivateKey // every checkpoint, in order
-	retired    []retiredKey
-	denial     map[string]ed25519.PrivateKey // key id -> key: the log key and every DENIAL key
-}
-
 const configName = "custody.json"
 
 // Ledger is an open log. Its methods are safe for concurrent use.
 type Ledger struct {
-	loc     string // the data folder, or the store's URL without password
-	origin  string
-	opts    Options
-	store   storage.Store
-	caps    storage.Capabilities // what the store declares (store.Capabilities)
-	kr      keyring
-	signer  note.Signer   // the first checkpoint key
-	signers []note.Signer // the others, during a rotation
-	keySet  *merkle.KeySet
-	vkey    string // keySet, as text: what verifiers need
-	// ownKeys holds the key ids of every key the log signs with: the log
-	// key and each checkpoint key, current or retired. Set by loadKeys
-	// before the workers start; read-only after.
-	ownKeys map[string]bool
+	loc    string // the data folder, or the store's URL without password
+	origin string
+	opts   Options
+	store  storage.Store
+	caps   storage.Capabilities // what the store declares (store.Capabilities)
+	keys   signingKeys          // keys.go
 
 	prover *merkle.Prover
-	keys   sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
+	bound  sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	seqQ    chan *request
 	verifyQ chan *request
@@ -358,63 +338,9 @@ func readConfig(st configFiles) (*config, error) {
 	return &cfg, nil
 }
 
-// readKey reads a private key file the config names: relative names are
-// the store's files (the data folder's, or the database's); an absolute
-// path is a file on this machine.
-func readKey(st configFiles, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
-	if filepath.IsAbs(path) {
-		return sign.ReadPrivateKeyFile(path, passphrase)
-	}
-	data, err := st.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read key file %s: %w", path, err)
-	}
-	defer clear(data)
-	k, err := sign.ParsePrivateKeyPEM(data, passphrase)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
-}
-
-// keyring reads the key files the config names.
-func (cfg *config) keyring(st configFiles, passphrase func() ([]byte, error)) (keyring, error) {
-	read := func(what, path string) (ed25519.PrivateKey, error) {
-		k, err := readKey(st, path, passphrase)
-		if err != nil {
-			return nil, fmt.Errorf("reading the %s: %w", what, err)
-		}
-		return k, nil
-	}
-	var kr keyring
-	var err error
-	if kr.log, err = read("log key", cfg.LogKey); err != nil {
-		return kr, err
-	}
-	for _, p := range cfg.CheckpointKeys {
-		if p == cfg.LogKey {
-			kr.checkpoint = append(kr.checkpoint, kr.log)
-			continue
-		}
-		k, err := read("checkpoint key", p)
-		if err != nil {
-			return kr, err
-		}
-		kr.checkpoint = append(kr.checkpoint, k)
-	}
-	if len(kr.checkpoint) == 0 {
-		kr.checkpoint = []ed25519.PrivateKey{kr.log}
-	}
-	kr.retired = cfg.RetiredKeys
-	if err := cfg.denialKeyring(st, passphrase, &kr); err != nil {
-		return kr, err
-	}
-	return kr, nil
-}
-
 func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
-	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, kr: kr,
+	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, keys: signingKeys{origin: origin, kr: kr},
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
 	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
@@ -473,7 +399,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 // load reads the tree head and prepares the builder, engine and prover.
 // Its cost does not depend on the log's size.
 func (l *Ledger) load() error {
-	if err := l.loadKeys(); err != nil {
+	if err := l.keys.load(); err != nil {
 		return err
 	}
 	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
@@ -516,7 +442,7 @@ func (l *Ledger) loadHead(resign bool) error {
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
-	if err := l.pinRetired(); err != nil {
+	if err := l.keys.pinRetired(l.builder.Size(), l.prover.RootAt); err != nil {
 		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
@@ -539,7 +465,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		}
 	}
 	if cp != nil {
-		c, err := l.keySet.Open(cp)
+		c, err := l.keys.set.Open(cp)
 		if err != nil {
 			return fmt.Errorf("stored checkpoint: %w", err)
 		}
@@ -551,7 +477,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		// saw before is contradicted). Ed25519 is deterministic, so an
 		// unchanged key list gives the same bytes and writes nothing.
 		if resign && !l.opts.ReadOnly {
-			if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
+			if h.Checkpoint, err = l.keys.resign(l.store, h.Size, h.Root, cp); err != nil {
 				return err
 			}
 		}
@@ -607,10 +533,21 @@ func (l *Ledger) Dir() string { return l.loc }
 func (l *Ledger) Store() storage.Store { return l.store }
 
 // VerifierKey is the signed-note verifier key of the log's checkpoints.
-func (l *Ledger) VerifierKey() string { return l.vkey }
+func (l *Ledger) VerifierKey() string { return l.keys.vkey }
 
 // Head returns the latest committed tree head.
 func (l *Ledger) Head() Head { return *l.head.Load() }
+
+// newEngine returns the decision engine over the store's state records,
+// told which keys the log signs with but does not bind (the checkpoint
+// keys): what they sign is never a submission (DESIGN §1).
+func (l *Ledger) newEngine() *authority.Engine {
+	e := authority.New(recordStore{l.store})
+	for id := range l.keys.own {
+		e.RefuseKeys(id)
+	}
+	return e
+}
 
 // recordStore serves the authority engine's records from committed state.
 type recordStore struct{ st storage.Store }

@@ -285,7 +285,7 @@ func (l *Ledger) check(req *request) {
 	// signed is never a submission (DESIGN §1). The engine decides this
 	// (Engine.RefuseKeys, newEngine); refusing here too spares the
 	// sequencer, and a signature check, the work.
-	if l.ownKeys[env.KeyID] {
+	if l.keys.own[env.KeyID] {
 		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
 		return
 	}
@@ -318,7 +318,7 @@ func (l *Ledger) check(req *request) {
 // is the SHA-256 of its key, so the cache cannot map an id to a wrong key;
 // a passkey's rp_id and origins never change once bound.
 func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
-	if v, ok := l.keys.Load(keyID); ok {
+	if v, ok := l.bound.Load(keyID); ok {
 		return v.(sign.Key), true
 	}
 	raw, err := l.store.Record(context.Background(), authority.KeyRecordKey(keyID))
@@ -343,7 +343,7 @@ func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 		}
 		key.Ed25519 = pub
 	}
-	l.keys.Store(keyID, key)
+	l.bound.Store(keyID, key)
 	return key, true
 }
 
@@ -672,7 +672,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 		return fmt.Errorf("extending the tree: %w", err)
 	}
 	size, root := l.builder.Size(), l.builder.Root()
-	cp, err := l.signCheckpoint(size, root)
+	cp, err := l.keys.sign(size, root)
 	if err != nil {
 		return fmt.Errorf("signing the checkpoint: %w", err)
 	}

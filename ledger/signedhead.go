@@ -249,7 +249,7 @@ func (h *headFile) close() error {
 // (a crash between the two). It returns the file's slot of the head.
 func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 	path := l.headPath()
-	sh, slot, err := readSignedHead(path, l.keySet)
+	sh, slot, err := readSignedHead(path, l.keys.set)
 	if err != nil {
 		return 0, &DamageError{Dir: l.loc, What: err.Error(), Err: ErrDamaged}
 	}

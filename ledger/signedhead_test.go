@@ -15,7 +15,7 @@ import (
 func TestSignedHeadNeverWritten(t *testing.T) {
 	w := newWorld(t, Options{})
 	path := w.l.headPath()
-	ks := w.l.keySet
+	ks := w.l.keys.set
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
