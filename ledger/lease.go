@@ -401,7 +401,7 @@ func (l *Ledger) followHead() {
 	if err != nil {
 		return
 	}
-	l.advanceHead(h, nil, nil)
+	l.heads.advance(h, nil, nil)
 }
 
 // headOf checks a stored head and returns it as a Head.
@@ -421,23 +421,6 @@ func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
 		}
 	}
 	return h, nil
-}
-
-// advanceHead publishes h if it is larger than the head held; a follower
-// does not know which workflows the new leaves joined (nil).
-func (l *Ledger) advanceHead(h *Head, workflows map[string]bool, indexes map[string][]uint64) {
-	l.headMu.Lock()
-	defer l.headMu.Unlock()
-	old := l.head.Load()
-	if old != nil && h.Size <= old.Size {
-		return
-	}
-	from := uint64(0)
-	if old != nil {
-		from = old.Size
-	}
-	l.head.Store(h)
-	l.watchers.publish(Commit{Head: *h, From: from, Workflows: workflows, Indexes: indexes})
 }
 
 // takeLead makes the sequencer's state that of the store under the epoch

@@ -209,12 +209,10 @@ type Ledger struct {
 	// damage is what the open checks of a ReadOnly ledger found wrong.
 	damage error
 
-	head     atomic.Pointer[Head] // the latest committed tree head
-	headMu   sync.Mutex           // orders changes of head
-	headNote <-chan struct{}      // the store says the head moved (nil: never; leaseLoop's own)
+	heads    heads           // the published head and its watchers (watch.go)
+	headNote <-chan struct{} // the store says the head moved (nil: never; leaseLoop's own)
 	lead     leadership
-	watchers broadcaster
-	stats    stats // commit counters, see Stats
+	stats    stats // commit counters, see Stats (stats.go)
 }
 
 // Head is a committed tree head: its size and signed checkpoint.
@@ -366,7 +364,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 			de.Files = append(de.Files, d()...)
 		}
 	}
-	if opts.ReadOnly && de != nil && l.head.Load() != nil {
+	if opts.ReadOnly && de != nil && l.heads.load() != nil {
 		// Damage found after the head was read: the ledger opens for
 		// inspection, with the damage reported. Damage that kept the
 		// head from being read leaves nothing to inspect: an error.
@@ -489,9 +487,7 @@ func (l *Ledger) loadHead(resign bool) error {
 			}
 		}
 	}
-	l.headMu.Lock()
-	l.head.Store(h)
-	l.headMu.Unlock()
+	l.heads.set(h)
 	l.next = h.Size
 	if m := l.engine.Meta(); m != nil && m.LastLoggedAt != "" {
 		l.lastAt, _ = statement.ParseLoggedAt(m.LastLoggedAt)
@@ -536,7 +532,7 @@ func (l *Ledger) Store() storage.Store { return l.store }
 func (l *Ledger) VerifierKey() string { return l.keys.vkey }
 
 // Head returns the latest committed tree head.
-func (l *Ledger) Head() Head { return *l.head.Load() }
+func (l *Ledger) Head() Head { return *l.heads.load() }
 
 // newEngine returns the decision engine over the store's state records,
 // told which keys the log signs with but does not bind (the checkpoint

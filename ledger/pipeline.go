@@ -632,7 +632,7 @@ func (l *Ledger) process(batch []*request) {
 			l.fail(batch, answers, err)
 			return
 		}
-		l.answer(j, l.head.Load())
+		l.answer(j, l.heads.load())
 		return
 	}
 	j.prev, l.inflight = l.inflight, j
@@ -822,7 +822,7 @@ func (l *Ledger) commitJob(j *job) {
 		}
 		return
 	}
-	l.advanceHead(j.head, j.workflows, j.wfNew)
+	l.heads.advance(j.head, j.workflows, j.wfNew)
 	l.answer(j, j.head)
 	close(j.finished)
 }
@@ -1030,7 +1030,7 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 func (l *Ledger) recoverState() error {
 	l.engine.Discard()
 	l.wfx.discard()
-	l.next = l.head.Load().Size
+	l.next = l.heads.load().Size
 	return l.reload()
 }
 
