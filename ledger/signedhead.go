@@ -81,8 +81,16 @@ func (e *DamageError) Error() string {
 
 func (e *DamageError) Unwrap() error { return e.Err }
 
-// headFile is the open signed-head file. Guarded by the commit goroutine
-// (one commit at a time) or by open.
+// headFile is the ledger's signed-head part: the signed-head file, open
+// for writing, and which of its two slots the next write goes to.
+// Reading the file and comparing the store with it (checkSignedHead) are
+// open checks; writing it is a step of every commit (writeHead).
+//
+// Locking: none. It is written by the open (loadHead, before the
+// sequencer starts, or by the sequencer taking the lease with no commit
+// in flight) and then by the commit goroutine alone, one commit at a
+// time, in commit order. A read-only ledger has none (nil: close does
+// nothing).
 type headFile struct {
 	f    *os.File
 	path string
@@ -95,28 +103,26 @@ type signedHead struct {
 	cp   merkle.Checkpoint
 }
 
-// headPath is where this ledger keeps its signed head (Options.HeadFile).
-func (l *Ledger) headPath() string {
-	if l.opts.HeadFile != "" {
-		return l.opts.HeadFile
+// headFilePath is where the log at loc keeps its signed head: the file
+// Options.HeadFile names, D/signed-head in a data folder, or for a
+// database a file of this machine named for the database and the log.
+func headFilePath(file, loc, origin string) string {
+	if file != "" {
+		return file
 	}
-	if !storage.IsURL(l.loc) {
-		return filepath.Join(l.loc, SignedHeadName)
+	if !storage.IsURL(loc) {
+		return filepath.Join(loc, SignedHeadName)
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	sum := sha256.Sum256([]byte(l.loc + "\n" + l.origin))
+	sum := sha256.Sum256([]byte(loc + "\n" + origin))
 	return filepath.Join(dir, "custody", "signed-heads", fmt.Sprintf("%x", sum[:12]))
 }
 
-// sharedStore reports whether the ledger's store is a database many
-// servers may share (its signed-head file is this machine's, not the
-// store's).
-func (l *Ledger) sharedStore() bool {
-	return storage.IsURL(l.loc)
-}
+// headPath is where this ledger keeps its signed head.
+func (l *Ledger) headPath() string { return headFilePath(l.opts.HeadFile, l.loc, l.origin) }
 
 // readSignedHead reads the signed-head file: nil if there is none or it
 // was never written (only zero bytes), an error if it cannot be read or
@@ -254,7 +260,9 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 		return 0, &DamageError{Dir: l.loc, What: err.Error(), Err: ErrDamaged}
 	}
 	if sh == nil {
-		if l.sharedStore() || !fileExists(path) {
+		// (A database many servers may share keeps no signed head: the
+		// file is this machine's.)
+		if storage.IsURL(l.loc) || !fileExists(path) {
 			// No local history: a folder from before the file existed, or
 			// a server of a shared store that has not signed on this
 			// machine yet (its file, if any, was never written). The file
