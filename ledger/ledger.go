@@ -177,8 +177,8 @@ type Ledger struct {
 	caps   storage.Capabilities // what the store declares (store.Capabilities)
 	keys   signingKeys          // keys.go
 
-	prover *merkle.Prover
-	bound  sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
+	read  reader   // every read of the committed log (readers.go)
+	bound sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	seqQ    chan *request
 	verifyQ chan *request
@@ -341,6 +341,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, keys: signingKeys{origin: origin, kr: kr},
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
+	l.read = reader{origin: origin, store: st, heads: &l.heads}
 	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
 		l.lead.leaser = ls
 		if p := l.caps.Prefer; p != nil && opts.Prefer {
@@ -400,7 +401,7 @@ func (l *Ledger) load() error {
 	if err := l.keys.load(); err != nil {
 		return err
 	}
-	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	l.read.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
 	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}
@@ -440,7 +441,7 @@ func (l *Ledger) loadHead(resign bool) error {
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
-	if err := l.keys.pinRetired(l.builder.Size(), l.prover.RootAt); err != nil {
+	if err := l.keys.pinRetired(l.builder.Size(), l.read.prover.RootAt); err != nil {
 		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}

@@ -167,7 +167,7 @@ func (p *Pending) Wait(ctx context.Context) (*Result, error) {
 		if a.err != nil || a.res == nil {
 			return nil, a.err
 		}
-		prover := p.l.prover
+		prover := p.l.read.prover
 		if a.prover != nil {
 			prover = a.prover // the batch's own tiles, in memory
 		}
@@ -686,7 +686,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 		b.Tiles = append(b.Tiles, storage.Tile{Level: t.Level, Index: t.Index, Data: t.Data})
 		tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
 	}
-	j.prover = l.prover.Over(tiles)
+	j.prover = l.read.prover.Over(tiles)
 	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.DirtyHints(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()

@@ -290,7 +290,7 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 			What: fmt.Sprintf("the store's tree of %d entries has root %s, but the log signed root %s at that size (kept in %s)",
 				store.Size, store.Root, f.Root, path)}
 	case store.Size > f.Size:
-		root, err := l.prover.RootAt(f.Size)
+		root, err := l.read.prover.RootAt(f.Size)
 		if err != nil {
 			return 0, &DamageError{Dir: l.loc, Err: ErrDamaged,
 				What: fmt.Sprintf("the store cannot compute its root at the signed size %d: %v", f.Size, err)}
@@ -317,7 +317,7 @@ func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
 	if err != nil || e.Size() < f.Size {
 		return false
 	}
-	root, err := l.prover.RootAt(f.Size)
+	root, err := l.read.prover.RootAt(f.Size)
 	return err == nil && root == f.Root
 }
 

@@ -1,12 +1,8 @@
 package ledger
 
 import (
-	"context"
-	"math"
 	"sync"
 	"sync/atomic"
-
-	"github.com/custodylog/custody/authority"
 )
 
 // Commit is one committed batch as Watch reports it.
@@ -204,13 +200,3 @@ func (b *broadcaster) watch() (<-chan Commit, func()) {
 		})
 	}
 }
-
-// WorkflowIndexesAfter returns the indexes of a workflow's leaves above
-// after, in log order (from the workflow index: see WorkflowRange, which
-// bounds how many).
-func (l *Ledger) WorkflowIndexesAfter(wf string, after uint64) ([]uint64, error) {
-	idx, _, err := l.WorkflowRange(context.Background(), wf, after, math.MaxInt)
-	return idx, err
-}
-
-func workflowKey(wf string) string { return authority.WorkflowRecordKey(wf) }
