@@ -209,10 +209,9 @@ type Ledger struct {
 	// damage is what the open checks of a ReadOnly ledger found wrong.
 	damage error
 
-	heads    heads           // the published head and its watchers (watch.go)
-	headNote <-chan struct{} // the store says the head moved (nil: never; leaseLoop's own)
-	lead     leadership
-	stats    stats // commit counters, see Stats (stats.go)
+	heads heads // the published head and its watchers (watch.go)
+	lead  leadership
+	stats stats // commit counters, see Stats (stats.go)
 }
 
 // Head is a committed tree head: its size and signed checkpoint.
@@ -343,12 +342,12 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
 	l.read = reader{origin: origin, store: st, heads: &l.heads}
 	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
-		l.lead.leaser = ls
+		l.lead = newLeadership(ls, origin, &l.opts, l.caps)
 		if p := l.caps.Prefer; p != nil && opts.Prefer {
 			p.Prefer(context.Background()) // until the store closes
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
-		err := l.tryLead(ctx)
+		err := l.lead.tryLead(ctx)
 		cancel()
 		if err != nil {
 			return nil, err

@@ -476,11 +476,11 @@ func (l *Ledger) process(batch []*request) {
 	)
 	known := l.prefetchDedup(batch)
 	for i, req := range batch {
-		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+		if l.lead.lost() {
 			// The lease was lost while this batch was being decided: each
 			// read of the rest would wait on a store this server may no
 			// longer reach. Its submitters go to the next leader.
-			l.fail(batch, answers, l.notLeader("it lost the lease while deciding"))
+			l.fail(batch, answers, l.lead.notLeader("it lost the lease while deciding"))
 			return
 		}
 		<-req.ready
@@ -800,12 +800,12 @@ func (l *Ledger) commitJob(j *job) {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell
 			// the submitters where to go.
-			l.fencedCommit(err)
-			l.stepDown("fenced commit", true)
-			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
-		} else if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+			l.lead.fencedCommit(err)
+			l.lead.stepDown("fenced commit", true)
+			err = fmt.Errorf("%w: %w", l.lead.notLeader("its commit was fenced"), err)
+		} else if l.lead.lost() && !errors.Is(err, ErrNotLeader) {
 			// The lease was lost while the batch was being committed.
-			err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease during the commit"), err)
+			err = fmt.Errorf("%w: %w", l.lead.notLeader("it lost the lease during the commit"), err)
 		}
 		// The sequencer learns of the failure before any submitter does:
 		// a submitter that retries at once must find the state recovered,
@@ -902,7 +902,7 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 // only if the store holds its leaves.
 func (l *Ledger) commit(j *job) error {
 	start := time.Now()
-	ctx, cancel := l.commitContext()
+	ctx, cancel := l.lead.commitContext()
 	err := l.store.Commit(ctx, j.batch)
 	cancel()
 	if errors.Is(err, storage.ErrCommitUnknown) {
@@ -922,11 +922,11 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	for {
-		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+		if l.lead.lost() {
 			// This server lost the lease: the next leader reads the
 			// outcome from the store, and answers a resent submission
 			// with its decision; the submitters need not wait here.
-			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
+			return fmt.Errorf("%w: %w", l.lead.notLeader("the outcome of its last commit is unknown to this server"), cause)
 		}
 		ok, err := l.settleAndCheck(b)
 		if err == nil {
@@ -1002,10 +1002,10 @@ func (l *Ledger) refuseAll(batch []*request, err error) {
 // fail answers a batch that could not be committed and rebuilds the
 // in-memory state from what is stored, so the ledger keeps working.
 func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
-	if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+	if l.lead.lost() && !errors.Is(err, ErrNotLeader) {
 		// The lease was lost while the batch was decided (its reads end
 		// with the lease): the submitters go to the next leader.
-		err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease while deciding"), err)
+		err = fmt.Errorf("%w: %w", l.lead.notLeader("it lost the lease while deciding"), err)
 	}
 	if e := l.recoverState(); e != nil {
 		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
