@@ -48,13 +48,13 @@ func (cfg *config) denialKeyring(st configFiles, passphrase func() ([]byte, erro
 
 // denialKey is the private key of the key that signs DENIALs now, as the
 // trust chain says, or nil if the ledger does not hold it.
-func (l *Ledger) denialKey() ed25519.PrivateKey {
+func (l *sequencer) denialKey() ed25519.PrivateKey {
 	return l.keys.denial(l.engine.DenialKeyID())
 }
 
 // checkDenialKey fails the opening of a ledger that does not hold the key
 // its trust chain says signs DENIALs.
-func (l *Ledger) checkDenialKey() error {
+func (l *sequencer) checkDenialKey() error {
 	id := l.engine.DenialKeyID()
 	if id == "" || l.denialKey() != nil {
 		return nil
@@ -64,7 +64,7 @@ func (l *Ledger) checkDenialKey() error {
 
 // foreignDenialKey refuses a PRINCIPAL log_key statement naming a key the
 // ledger does not hold: were it accepted, the ledger could sign no DENIAL.
-func (l *Ledger) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
+func (l *sequencer) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
 	if env.PayloadType != statement.Principal.PayloadType() || statement.PeekField(env.Payload, "op") != statement.OpLogKey {
 		return nil
 	}
@@ -159,7 +159,7 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 		return nil, err
 	}
 	newID := sign.KeyID(k.Public().(ed25519.PublicKey))
-	r := &DenialRotation{Old: l.engine.DenialKeyID(), New: newID, KeyFile: keyFile}
+	r := &DenialRotation{Old: l.seq.engine.DenialKeyID(), New: newID, KeyFile: keyFile}
 	seq, err := l.NextSeq(adminID)
 	if err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 		return nil, fmt.Errorf("the log_key statement was %s at index %d: %s: %s", res.Verdict, res.Index, res.Code, res.Reason)
 	}
 	r.Index = res.Index
-	if l.engine.DenialKeyID() != newID {
+	if l.seq.engine.DenialKeyID() != newID {
 		return nil, errors.New("the log_key statement was accepted, but the DENIAL key did not change") // a bug
 	}
 	return r, nil

@@ -484,7 +484,7 @@ func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
 // held, reloading it after a change of leader. It returns an error for a
 // batch that must not be decided: this server is not the leader, or the
 // store could not be read.
-func (l *Ledger) takeLead() error {
+func (l *sequencer) takeLead() error {
 	if l.lead.leaser == nil {
 		return nil
 	}

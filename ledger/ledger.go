@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/custodylog/custody/authority"
@@ -169,49 +168,31 @@ type retiredKey struct {
 const configName = "custody.json"
 
 // Ledger is an open log. Its methods are safe for concurrent use.
+//
+// A Ledger is a facade: it opens and closes the log, and its methods
+// delegate to its parts (the package documentation's # Parts), each a
+// type in its own file that owns its fields and states its locking rule.
 type Ledger struct {
 	loc    string // the data folder, or the store's URL without password
 	origin string
 	opts   Options
 	store  storage.Store
 	caps   storage.Capabilities // what the store declares (store.Capabilities)
-	keys   signingKeys          // keys.go
-
-	read  reader   // every read of the committed log (readers.go)
-	bound sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
-
-	seqQ    chan *request
-	verifyQ chan *request
-	closing chan struct{}
-	closed  atomic.Bool
-	wg      sync.WaitGroup
-	closeMu sync.RWMutex // held for reading while enqueuing, for writing by Close
-
-	// Owned by the sequencer goroutine.
-	inflight *job   // the batch whose commit is running, if any
-	next     uint64 // the index the next leaf gets (past the batch in flight)
-	engine   *authority.Engine
-	builder  *merkle.Builder
-	limiter  *limiter
-	lastAt   time.Time
-	wfx      wfIndexer // the workflow index of the batches in flight
-	// txnBudget is the most a batch's transaction may weigh (the
-	// store's Weigh): its Budget, smaller in tests of split.
-	txnBudget int
-
-	// hf is the signed-head file (signedhead.go), written by the commit
-	// goroutine before a head is shown; nil when ReadOnly.
-	hf *headFile
-	// failed is set when a batch was committed but its checkpoint could
-	// not be made durable in the signed-head file: nothing more is
-	// committed or shown until a restart.
-	failed atomic.Pointer[error]
 	// damage is what the open checks of a ReadOnly ledger found wrong.
 	damage error
+	// closing is closed by Close (at once, for a ReadOnly ledger); wg
+	// counts the goroutines that stop then: the lease loop, the workers
+	// and the sequencer.
+	closing chan struct{}
+	wg      sync.WaitGroup
 
-	heads heads // the published head and its watchers (watch.go)
-	lead  leadership
-	stats stats // commit counters, see Stats (stats.go)
+	// The parts, each in its own file, with its own locking rule.
+	seq   sequencer   // the append pipeline (pipeline.go)
+	read  reader      // every read of the committed log (readers.go)
+	keys  signingKeys // what the log signs with (keys.go)
+	lead  leadership  // the sequencer lease of a shared store (lease.go)
+	heads heads       // the published head and its watchers (watch.go)
+	stats stats       // commit counters, see Stats (stats.go)
 }
 
 // Head is a committed tree head: its size and signed checkpoint.
@@ -337,10 +318,13 @@ func readConfig(st configFiles) (*config, error) {
 
 func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
-	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, keys: signingKeys{origin: origin, kr: kr},
-		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
-		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
+	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, caps: st.Capabilities(),
+		keys: signingKeys{origin: origin, kr: kr}, closing: make(chan struct{})}
 	l.read = reader{origin: origin, store: st, heads: &l.heads}
+	l.seq = sequencer{loc: l.loc, origin: origin, opts: &l.opts, store: st, caps: l.caps,
+		keys: &l.keys, read: &l.read, heads: &l.heads, lead: &l.lead, stats: &l.stats, closing: l.closing, wg: &l.wg,
+		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
+		limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
 	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
 		l.lead = newLeadership(ls, origin, &l.opts, l.caps)
 		if p := l.caps.Prefer; p != nil && opts.Prefer {
@@ -374,7 +358,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		if l.lead.leaser != nil {
 			l.lead.leaser.Release(context.Background())
 		}
-		l.hf.close()
+		l.seq.hf.close()
 		return nil, err
 	}
 	if opts.ReadOnly {
@@ -387,10 +371,10 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	}
 	for i := 0; i < opts.Workers; i++ {
 		l.wg.Add(1)
-		go l.worker()
+		go l.seq.worker()
 	}
 	l.wg.Add(1)
-	go l.sequencer()
+	go l.seq.run()
 	return l, nil
 }
 
@@ -400,20 +384,20 @@ func (l *Ledger) load() error {
 	if err := l.keys.load(); err != nil {
 		return err
 	}
-	l.read.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	l.read.prover = merkle.NewProver(storeTiles{l.store}, l.opts.ProofCacheTiles)
 	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}
-	l.engine = l.newEngine()
-	if err := l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
+	l.seq.engine = l.seq.newEngine()
+	if err := l.seq.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
 		return err
 	}
-	return l.checkDenialKey()
+	return l.seq.checkDenialKey()
 }
 
 // loadHead reads the committed head and prepares the builder (and, if
 // resign, signs the head again with the current checkpoint keys).
-func (l *Ledger) loadHead(resign bool) error {
+func (l *sequencer) loadHead(resign bool) error {
 	damaged := func(what string, cause error) error {
 		return &DamageError{Dir: l.loc, What: what, Err: cause}
 	}
@@ -436,7 +420,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		}
 		cp = sh.Checkpoint
 	}
-	tiles := l.tileReader()
+	tiles := storeTiles{l.store}
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
@@ -498,18 +482,12 @@ func (l *Ledger) loadHead(resign bool) error {
 // Close stops accepting submissions, finishes those already queued,
 // and closes the database.
 func (l *Ledger) Close() error {
-	l.closeMu.Lock()
-	if l.closed.Swap(true) {
-		l.closeMu.Unlock()
+	if !l.seq.stop() {
 		return nil
 	}
-	if !l.opts.ReadOnly {
-		close(l.closing)
-	}
-	l.closeMu.Unlock()
 	l.wg.Wait()
 	err := l.store.Close()
-	if e := l.hf.close(); err == nil {
+	if e := l.seq.hf.close(); err == nil {
 		err = e
 	}
 	return err
@@ -537,7 +515,7 @@ func (l *Ledger) Head() Head { return *l.heads.load() }
 // newEngine returns the decision engine over the store's state records,
 // told which keys the log signs with but does not bind (the checkpoint
 // keys): what they sign is never a submission (DESIGN §1).
-func (l *Ledger) newEngine() *authority.Engine {
+func (l *sequencer) newEngine() *authority.Engine {
 	e := authority.New(recordStore{l.store})
 	for id := range l.keys.own {
 		e.RefuseKeys(id)
@@ -550,12 +528,6 @@ type recordStore struct{ st storage.Store }
 
 func (s recordStore) Load(key string) ([]byte, error) {
 	return s.st.Record(context.Background(), key)
-}
-
-// tileReader reads committed hash tiles (storeTiles, in read.go: whole
-// tiles, or the part of one a proof needs).
-func (l *Ledger) tileReader() merkle.TileReader {
-	return storeTiles{l.store}
 }
 
 // openAt opens the store at loc and a ledger on it with the given keys,

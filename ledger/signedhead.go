@@ -122,7 +122,7 @@ func headFilePath(file, loc, origin string) string {
 }
 
 // headPath is where this ledger keeps its signed head.
-func (l *Ledger) headPath() string { return headFilePath(l.opts.HeadFile, l.loc, l.origin) }
+func (l *sequencer) headPath() string { return headFilePath(l.opts.HeadFile, l.loc, l.origin) }
 
 // readSignedHead reads the signed-head file: nil if there is none or it
 // was never written (only zero bytes), an error if it cannot be read or
@@ -253,7 +253,7 @@ func (h *headFile) close() error {
 // the store must hold the file's tree (the same root at the file's size);
 // it may be ahead by the batches committed after the file was last written
 // (a crash between the two). It returns the file's slot of the head.
-func (l *Ledger) checkSignedHead(store *Head) (int, error) {
+func (l *sequencer) checkSignedHead(store *Head) (int, error) {
 	path := l.headPath()
 	sh, slot, err := readSignedHead(path, l.keys.set)
 	if err != nil {
@@ -308,7 +308,7 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 // now holds the signed tree f: on a store many servers share, the head
 // moves while a server opens, and a leader on the same machine may have
 // written the signed-head file in between.
-func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
+func (l *sequencer) sharedCaughtUp(f merkle.Checkpoint) bool {
 	sh, err := l.store.Head(context.Background())
 	if err != nil || sh == nil {
 		return false
@@ -326,11 +326,11 @@ func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
 // tiles (read afresh, not from a cache), and every leaf of the last
 // level-0 tile against its hash in that tile. A damaged table, value log
 // or write-ahead log that lost recent writes fails here.
-func (l *Ledger) verifyTail(h *Head) error {
+func (l *sequencer) verifyTail(h *Head) error {
 	if h.Size == 0 {
 		return nil
 	}
-	tiles := l.tileReader()
+	tiles := storeTiles{l.store}
 	root, err := merkle.RootAt(tiles, h.Size)
 	if err != nil {
 		return fmt.Errorf("the stored tiles of the tree's right edge cannot be read: %v", err)

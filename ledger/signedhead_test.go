@@ -14,7 +14,7 @@ import (
 // empty file is damage too.
 func TestSignedHeadNeverWritten(t *testing.T) {
 	w := newWorld(t, Options{})
-	path := w.l.headPath()
+	path := w.l.seq.headPath()
 	ks := w.l.keys.set
 	good, err := os.ReadFile(path)
 	if err != nil {

@@ -94,7 +94,7 @@ type fullPage struct {
 }
 
 // state returns wf's index state, from the pending batches or the store.
-func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
+func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 	if s, ok := x.pending[wf]; ok {
 		return s, nil
 	}
@@ -126,7 +126,7 @@ func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
 
 // add records that the leaf at index joins wf; prev is its
 // prev_in_workflow (nil for the workflow's first leaf).
-func (x *wfIndexer) add(l *Ledger, wf string, index uint64, prev *uint64) error {
+func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64) error {
 	s, err := x.state(l, wf)
 	if err != nil {
 		return err
