@@ -81,8 +81,8 @@ type Role struct {
 // drives it and, on a follower, also keeps the published head current.
 //
 // Locking: epoch and the counters are atomics, read by anyone (the
-// sequencer checks the epoch before each decision); mu guards last and
-// change. The times are each owned by one goroutine, as their comments
+// sequencer checks the epoch before each decision); mu guards last,
+// change and the epoch's context (held, endHeld). The times are each owned by one goroutine, as their comments
 // say. The settings above epoch are set at open and read-only after.
 type leadership struct {
 	leaser storage.Leaser // nil: a folder store, always the sequencer
@@ -102,6 +102,10 @@ type leadership struct {
 	mu     sync.Mutex
 	last   storage.Lease
 	change chan struct{} // closed and replaced at every change of role
+	// held is the life of the epoch this server holds: set before the
+	// epoch is, cancelled as soon as it steps down (under mu).
+	held    context.Context
+	endHeld context.CancelFunc
 
 	takeovers, stepDowns                  atomic.Uint64
 	lostCount, renewedLate, fencedCommits atomic.Uint64
@@ -244,6 +248,12 @@ func (ld *leadership) tryLead(ctx context.Context) error {
 	}
 	if ls.Mine && ld.epoch.Load() != ls.Epoch {
 		ld.renewed = start
+		ld.mu.Lock()
+		if ld.endHeld != nil {
+			ld.endHeld()
+		}
+		ld.held, ld.endHeld = context.WithCancel(context.Background())
+		ld.mu.Unlock()
 		ld.epoch.Store(ls.Epoch)
 		ld.takeovers.Add(1)
 		ld.event("took", "lease taken", slog.Uint64("epoch", ls.Epoch), slog.Uint64("failovers", ls.Failovers),
@@ -279,6 +289,33 @@ func (ld *leadership) commitContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
+// leaseContext is the context of the sequencer's reads that only matter
+// while this server leads (reloading its state after a failed batch,
+// reading back a commit of unknown outcome): on a shared store it ends
+// the moment this server steps down, and has already ended when it does
+// not lead, so that a database that stopped answering (a partition that
+// keeps the sockets open) holds no submitter past the loss of the lease.
+// A server that takes the lease again reloads everything (takeLead).
+func (ld *leadership) leaseContext() context.Context {
+	if ld.leaser == nil {
+		return context.Background()
+	}
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if ld.held == nil || ld.epoch.Load() == 0 {
+		return endedContext
+	}
+	return ld.held
+}
+
+// endedContext is a context that has ended: the lease context of a
+// server that does not lead.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
+	return ctx
+}()
+
 // event writes the one log line of a lease event (took, renewed late,
 // lost, stepped down, fenced commit); the counters behind Role, and the
 // server's metrics, count them.
@@ -305,33 +342,49 @@ func (ld *leadership) fencedCommit(err error) {
 
 // stepDown gives up sequencing: the store forgets the epoch, so nothing
 // more is committed under it. lost says this server did not choose to.
+//
+// Everything held under the epoch ends at once: the store's reads and
+// commits (Drop), the sequencer's lease context, the commit context, so
+// that every submission this server holds is answered now, not when a
+// database that stopped answering answers again. Only then does it ask
+// the store who leads, for the refusals to name.
 func (ld *leadership) stepDown(reason string, lost bool) {
-	held := ld.epoch.Load()
 	ld.leaser.Drop()
+	held := ld.epoch.Swap(0)
+	if held == 0 {
+		return
+	}
+	since := time.Since(ld.renewed)
+	ld.stepDowns.Add(1)
+	if lost {
+		ld.lostCount.Add(1)
+	}
+	ld.mu.Lock()
+	if ld.endHeld != nil {
+		ld.endHeld()
+	}
+	// Until the store says who leads, refusals name nobody (not this
+	// server).
+	ld.last.Mine, ld.last.Live, ld.last.URL = false, false, ""
+	ld.mu.Unlock()
+	ld.roleChanged()
 	// Learn who leads now, so that refusals can name it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	ls, err := ld.leaser.Lease(ctx)
 	cancel()
-	if ld.epoch.Swap(0) != 0 {
-		ld.stepDowns.Add(1)
-		ld.mu.Lock()
-		if err == nil {
-			ld.last = ls
-		} else {
-			ld.last.Mine, ld.last.Live, ld.last.URL = false, false, ""
-		}
-		now := ld.last
-		ld.mu.Unlock()
-		ld.roleChanged()
-		event, msg := "stepped_down", "lease given up"
-		if lost {
-			ld.lostCount.Add(1)
-			event, msg = "lost", "lease lost"
-		}
-		ld.event(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
-			slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
-			slog.Duration("since_renewal", time.Since(ld.renewed)))
+	ld.mu.Lock()
+	if err == nil && ld.epoch.Load() == 0 {
+		ld.last = ls
 	}
+	now := ld.last
+	ld.mu.Unlock()
+	event, msg := "stepped_down", "lease given up"
+	if lost {
+		event, msg = "lost", "lease lost"
+	}
+	ld.event(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
+		slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
+		slog.Duration("since_renewal", since))
 }
 
 // leaseLoop renews the lease while this server holds it, tries to take it
