@@ -82,8 +82,10 @@ type Role struct {
 //
 // Locking: epoch and the counters are atomics, read by anyone (the
 // sequencer checks the epoch before each decision); mu guards last,
-// change and the epoch's context (held, endHeld). The times are each owned by one goroutine, as their comments
-// say. The settings above epoch are set at open and read-only after.
+// change and the epoch's context (held, endHeld). The times are each
+// owned by one goroutine, as their comments say. The settings above
+// epoch are set at open and read-only after. A ledger on a store without
+// a lease has the zero leadership (no leaser): it always sequences.
 type leadership struct {
 	leaser storage.Leaser // nil: a folder store, always the sequencer
 	// origin, advertise, ttl, wait and prefer are the log's origin and
@@ -123,8 +125,8 @@ type leadership struct {
 	handedOff time.Time
 }
 
-// newLeadership is the lease part of a ledger on a store with a lease
-// (ls; nil: one that has none, whose one process always sequences).
+// newLeadership is the lease part of a ledger on a store with the lease
+// ls, with the settings opts gives.
 func newLeadership(ls storage.Leaser, origin string, opts *Options, caps storage.Capabilities) leadership {
 	return leadership{leaser: ls, origin: origin, advertise: opts.Advertise, ttl: opts.LeaseTTL, wait: opts.LeaseWait,
 		prefer: opts.Prefer, preferrer: caps.Prefer, logger: opts.Logger}
