@@ -61,6 +61,12 @@ type Options struct {
 	// (console.Guard).
 	Console       bool
 	ConsoleOrigin string
+	// ConsoleRPID is the WebAuthn relying party id of the console's
+	// passkey registration and sign-in (default: ConsoleOrigin's host);
+	// ConsoleSession how long a sign-in lasts (default
+	// console.DefaultSession). See console.Auth.
+	ConsoleRPID    string
+	ConsoleSession time.Duration
 	// MaxInFlight caps concurrent appends (default 1024). The ledger
 	// batches what is in flight into one commit, so the cap bounds memory
 	// and latency, not throughput.
@@ -339,6 +345,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if s.opts.Console {
 		m.Handle(console.Prefix, console.Handler())
+		s.consoleAuth(m)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)

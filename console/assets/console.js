@@ -227,7 +227,7 @@ async function start() {
   const form = document.getElementById("approver-form");
   const input = document.getElementById("approver");
   const params = new URLSearchParams(location.search);
-  input.value = params.get("approver") || "";
+  input.value = params.get("approver") || signedIn;
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     pollApprovals(input.value.trim());
@@ -239,5 +239,20 @@ async function start() {
   document.getElementById("passkey-save").addEventListener("click", () => loadSigner(file.value));
   if (file.value) loadSigner(file.value);
 }
+
+// Signed in (session.js): list the held receipts of the person signed in
+// (unless the address names an approver) and sign with their passkey.
+let signedIn = "";
+document.addEventListener("custody:session", (ev) => {
+  const s = ev.detail;
+  signedIn = s.signed_in ? s.name : "";
+  if (!s.signed_in) return;
+  const input = document.getElementById("approver");
+  if (!new URLSearchParams(location.search).get("approver") && input.value !== s.name) {
+    input.value = s.name;
+    pollApprovals(s.name);
+  }
+  if (s.passkey && (!signer || signer.keyid !== s.keyid)) loadSigner(JSON.stringify(s.passkey));
+});
 
 start();
