@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,11 +41,20 @@ func serveConsole(t *testing.T, lg *servertest.Log, opts server.Options) (origin
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	hs := httptest.NewUnstartedServer(server.New(lg.Ledger, opts).Handler())
+	inner := server.New(lg.Ledger, opts).Handler()
+	t0 := time.Now()
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := time.Now()
+		inner.ServeHTTP(w, r)
+		if os.Getenv("DEBUGREQ") != "" {
+			fmt.Fprintf(os.Stderr, "REQ %7.3fs %s %s %v\n", s.Sub(t0).Seconds(), r.Method, r.URL, time.Since(s))
+		}
+	}))
 	hs.Listener.Close()
 	hs.Listener = ln
 	hs.Start()
-	t.Cleanup(hs.Close)
+	// The page's long poll holds a connection: cut it, then close.
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	return origin, "http://127.0.0.1:" + port
 }
 

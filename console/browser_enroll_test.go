@@ -266,18 +266,25 @@ func TestBrowserEnrollSignInApprove(t *testing.T) {
 	if err := chromedp.Run(tab, chromedp.Click(card+` button.approve`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
+	// What the card says, read without waiting for it to be visible.
+	cardStatus := func() string {
+		var s string
+		chromedp.Run(tab, chromedp.Evaluate(`(document.querySelector('`+card+` p[role=status]') || {}).textContent || ""`, &s))
+		return s
+	}
 	select {
 	case r := <-done:
-		var answer string
-		chromedp.Run(tab, chromedp.Text(card+` p[role=status]`, &answer, chromedp.ByQuery))
 		if r.err != nil || !r.ex.Ran || r.ex.Approval == nil || r.ex.Outcome == nil {
-			t.Fatalf("the approved step: %+v, %v (page: %q)", r.ex, r.err, answer)
+			t.Fatalf("the approved step: %+v, %v (page: %q)", r.ex, r.err, cardStatus())
 		}
 		t.Logf("the step ran and its outcome was logged %v after the Approve click", time.Since(clicked))
 	case <-time.After(90 * time.Second):
-		var answer string
-		chromedp.Run(tab, chromedp.Text(card+` p[role=status]`, &answer, chromedp.ByQuery))
-		t.Fatalf("the step did not run after the Approve click; the page says %q", answer)
+		t.Fatalf("the step did not run after the Approve click; the page says %q", cardStatus())
+	}
+	// The card stays, decided, with the ledger's answer.
+	if err := chromedp.Run(tab, chromedp.Poll(`(document.querySelector('`+card+`.decided p[role=status]') || {}).textContent?.startsWith("the ledger answered 200 accepted")`,
+		nil, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the decided card: %v (it says %q)", err, cardStatus())
 	}
 
 	// Sign out: the session ends.

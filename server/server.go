@@ -273,6 +273,10 @@ type Server struct {
 	draining bool          // guarded by mu: appends answer 503
 	stopping chan struct{} // closed when event streams must end
 	appends  sync.WaitGroup
+
+	// listWaits holds one token per GET /v1/approvals waiting for its
+	// list to change (approvals.go), at most MaxStreams.
+	listWaits chan struct{}
 }
 
 // New returns a server for l. The caller keeps ownership of l.
@@ -284,6 +288,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		cl: &clients{}, steps: make(chan struct{}, opts.MaxStepStreams),
 		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
+	s.listWaits = make(chan struct{}, opts.MaxStreams)
 	s.answers.max = opts.MaxAnswerBytes
 	reg := opts.Registry
 	if reg == nil {
