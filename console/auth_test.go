@@ -3,6 +3,11 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,10 +18,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 
 	"github.com/custodylog/custody/console"
 	"github.com/custodylog/custody/internal/softauthn"
@@ -273,5 +281,102 @@ func TestSignInNeedsAHostName(t *testing.T) {
 	code, doc, _ := c.do("POST", "/console/session/begin", map[string]string{"name": "user:bob"})
 	if code != http.StatusNotImplemented || !strings.Contains(doc["reason"].(string), "http:// only for localhost") {
 		t.Fatalf("sign-in at http://127.0.0.1: %d %v", code, doc)
+	}
+}
+
+// registration answers creation options as an authenticator with a
+// "none" attestation would: a fresh ES256 key, its COSE form in the
+// attested credential data. flags and origin tune what it says.
+func registration(t *testing.T, options map[string]any, origin string, flags byte) (answer map[string]any, spki []byte, credID []byte) {
+	t.Helper()
+	pk := options["publicKey"].(map[string]any)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki, _ = x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	pt, _ := priv.PublicKey.Bytes()
+	cose, _ := webauthncbor.Marshal(map[int]any{1: 2, 3: -7, -1: 1, -2: pt[1:33], -3: pt[33:]})
+	credID = make([]byte, 16)
+	rand.Read(credID)
+	rp := sha256.Sum256([]byte(pk["rp"].(map[string]any)["id"].(string)))
+	authData := append(append(rp[:], flags, 0, 0, 0, 0), make([]byte, 16)...) // AAGUID zero
+	authData = append(authData, byte(len(credID)>>8), byte(len(credID)))
+	authData = append(append(authData, credID...), cose...)
+	att, _ := webauthncbor.Marshal(map[string]any{"fmt": "none", "attStmt": map[string]any{}, "authData": authData})
+	cd, _ := json.Marshal(map[string]any{"type": "webauthn.create", "challenge": pk["challenge"], "origin": origin, "crossOrigin": false})
+	id := base64.RawURLEncoding.EncodeToString(credID)
+	return map[string]any{"id": id, "rawId": id, "type": "public-key", "clientExtensionResults": map[string]any{},
+		"response": map[string]any{"clientDataJSON": base64.RawURLEncoding.EncodeToString(cd),
+			"attestationObject": base64.RawURLEncoding.EncodeToString(att)}}, spki, credID
+}
+
+// TestRegistrationCeremony: /console/enroll's ceremony asks for user
+// verification and ES256 or EdDSA, and answers the passkey file custody
+// principal enroll --passkey takes (this rp_id, this origin) with its key
+// id; an answer without user verification, from another origin, or
+// repeated is refused, and nothing is enrolled by it.
+func TestRegistrationCeremony(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	origin, base := serveConsole(t, lg, server.Options{})
+	c := newConsoleClient(t, base, origin)
+	begin := func() map[string]any {
+		t.Helper()
+		code, doc, _ := c.do("POST", "/console/enroll/begin", map[string]string{"name": "user:gus"})
+		if code != 200 {
+			t.Fatalf("begin: %d %v", code, doc)
+		}
+		return doc
+	}
+	opts := begin()
+	pk := opts["publicKey"].(map[string]any)
+	sel := pk["authenticatorSelection"].(map[string]any)
+	if sel["userVerification"] != "required" || pk["rp"].(map[string]any)["id"] != "localhost" || pk["attestation"] != "none" {
+		t.Errorf("creation options: %v", pk)
+	}
+	var algs []float64
+	for _, p := range pk["pubKeyCredParams"].([]any) {
+		algs = append(algs, p.(map[string]any)["alg"].(float64))
+	}
+	if len(algs) != 2 || algs[0] != -7 || algs[1] != -8 {
+		t.Errorf("pubKeyCredParams algs %v, want ES256 and EdDSA", algs)
+	}
+
+	for what, o := range map[string]struct {
+		origin string
+		flags  byte
+	}{
+		"no user verification": {origin, 0x41},
+		"another origin":       {"http://localhost:1", 0x45},
+	} {
+		answer, _, _ := registration(t, begin(), o.origin, o.flags)
+		if code, doc, _ := c.do("POST", "/console/enroll/finish", answer); code != 400 || !strings.Contains(doc["reason"].(string), "does not verify") {
+			t.Errorf("a registration with %s: %d %v", what, code, doc)
+		}
+	}
+
+	answer, spki, credID := registration(t, opts, origin, 0x45) // UP, UV, AT
+	code, doc, _ := c.do("POST", "/console/enroll/finish", answer)
+	if code != 200 {
+		t.Fatalf("finish: %d %v", code, doc)
+	}
+	var file console.PasskeyFile
+	if err := json.Unmarshal([]byte(doc["file"].(string)), &file); err != nil {
+		t.Fatalf("the passkey file %q: %v", doc["file"], err)
+	}
+	want := console.PasskeyFile{KeyType: sign.KeyTypeWebAuthnES256, PublicKey: base64.StdEncoding.EncodeToString(spki),
+		CredentialID: base64.StdEncoding.EncodeToString(credID), RPID: "localhost", Origins: []string{origin}}
+	if !reflect.DeepEqual(file, want) {
+		t.Errorf("the passkey file %+v, want %+v", file, want)
+	}
+	k, err := sign.NewPasskey(file.KeyType, file.PublicKey, file.RPID, file.Origins)
+	if err != nil || doc["keyid"] != k.KeyID() || doc["name"] != "user:gus" {
+		t.Errorf("the answer %v: key id %v (%v)", doc, k, err)
+	}
+	if code, _, _ := c.do("POST", "/console/enroll/finish", answer); code != 400 {
+		t.Errorf("the same registration again: %d", code)
+	}
+	if code, doc, _ := c.do("POST", "/console/session/begin", map[string]string{"name": "user:gus"}); code != 403 || !strings.Contains(doc["reason"].(string), "no principal") {
+		t.Errorf("a registered, not enrolled name signs in: %d %v", code, doc)
 	}
 }
