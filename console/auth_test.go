@@ -380,3 +380,31 @@ func TestRegistrationCeremony(t *testing.T) {
 		t.Errorf("a registered, not enrolled name signs in: %d %v", code, doc)
 	}
 }
+
+// On an https origin the session cookie is Secure too.
+func TestSessionCookieSecureOnHTTPS(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	const origin = "https://localhost" // TLS is a proxy's in front; the cookie says Secure either way
+	hs := httptest.NewServer(server.New(lg.Ledger, server.Options{Console: true, ConsoleOrigin: origin,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
+	t.Cleanup(hs.Close)
+	a, _ := softauthn.New(sign.KeyTypeWebAuthnES256, "localhost", origin)
+	enrollPasskey(t, lg, "p_hal", statement.OpEnroll, "user:hal", a)
+	c := newConsoleClient(t, hs.URL, origin)
+	code, opts, _ := c.do("POST", "/console/session/begin", map[string]string{"name": "user:hal"})
+	if code != 200 {
+		t.Fatalf("begin: %d %v", code, opts)
+	}
+	code, doc, resp := c.do("POST", "/console/session/finish", assertion(t, a, opts, softauthn.Options{}))
+	if code != 200 {
+		t.Fatalf("finish: %d %v", code, doc)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == console.CookieName && (!ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.MaxAge != int(console.DefaultSession/time.Second)) {
+			t.Fatalf("the session cookie on %s: %+v", origin, ck)
+		}
+	}
+	if len(resp.Cookies()) != 1 {
+		t.Fatalf("cookies: %v", resp.Cookies())
+	}
+}
