@@ -86,6 +86,7 @@ func registerPasskey(t *testing.T, tab context.Context, consoleURL, name string)
 	if !strings.HasPrefix(download, "blob:") {
 		t.Errorf("the download link is %q, not the file's blob", download)
 	}
+	screenshot(t, tab, "console-enroll.png")
 	return file, keyID
 }
 
@@ -253,15 +254,7 @@ func TestBrowserEnrollSignInApprove(t *testing.T) {
 		t.Fatal("the held step ran before anyone approved it")
 	default:
 	}
-	if dir := os.Getenv("CUSTODY_SCREENSHOTS"); dir != "" {
-		var png []byte
-		if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 100)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "console-signed-in.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	screenshot(t, tab, "console-signed-in.png")
 	clicked := time.Now()
 	if err := chromedp.Run(tab, chromedp.Click(card+` button.approve`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
@@ -324,6 +317,30 @@ func TestBrowserEnrollSignInApprove(t *testing.T) {
 		t.Fatal("erin is signed in with another origin's passkey")
 	}
 }
+
+// screenshot writes the page to $CUSTODY_SCREENSHOTS/name, when that is
+// set (the README's pictures), once per test run.
+func screenshot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("CUSTODY_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	path := filepath.Join(dir, name)
+	if shot[path] {
+		return
+	}
+	shot[path] = true
+	var png []byte
+	if err := chromedp.Run(tab, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var shot = map[string]bool{}
 
 // jsonField is a string member of a JSON object's text.
 func jsonField(t *testing.T, text, name string) string {
