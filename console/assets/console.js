@@ -273,7 +273,7 @@ async function start() {
   const file = document.getElementById("passkey-file");
   file.value = localStorage.getItem("custody.passkey") || "";
   document.getElementById("passkey-save").addEventListener("click", () => loadSigner(file.value));
-  if (file.value) loadSigner(file.value);
+  if (file.value && !signedIn) loadSigner(file.value); // signed in: that passkey signs
 }
 
 // Signed in (session.js): list the held receipts of the person signed in
