@@ -680,7 +680,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	if err != nil {
 		return err
 	}
-	flushed := l.builder.Flush()
+	flushed := append(l.builder.Flush(), l.builder.Summaries()...) // summaries: see merkle.SummaryTileLevel
 	tiles := &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: storeTiles{l.store}}
 	for _, t := range flushed {
 		b.Tiles = append(b.Tiles, storage.Tile{Level: t.Level, Index: t.Index, Data: t.Data})

@@ -216,11 +216,16 @@ func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 		x := m.expanded(key, need)
 		if x == nil {
 			if x = p.cache.get(key, need); x == nil {
-				data, _, err := m.read(p.r, key, -1, need)
-				if err != nil {
-					return Hash{}, err
+				if k == 0 {
+					x = p.fromSummary(ti, need)
 				}
-				x = expandTile(data, lowestKept(k))
+				if x == nil {
+					data, _, err := m.read(p.r, key, -1, need)
+					if err != nil {
+						return Hash{}, err
+					}
+					x = expandTile(data, lowestKept(k))
+				}
 				p.cache.add(key, x)
 			}
 			m.keep(memoTile{key: key, x: x})
@@ -240,6 +245,42 @@ func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 		return Hash{}, err
 	}
 	return subtreeHash(data[(pos-from)*HashSize : (need-from)*HashSize]), nil
+}
+
+// fromSummary returns level-0 tile ti as the cache keeps it (sub-levels
+// summaryLevel up), made from its summary tile (see [SummaryTileLevel]),
+// if the reader has one that covers at least need hashes of the tile;
+// else nil, and the caller reads the tile. A log written before summaries
+// has none for its older tiles: those cost what they did.
+func (p *Prover) fromSummary(ti uint64, need int) *expandedTile {
+	data, err := p.r.ReadTile(SummaryTileLevel, ti)
+	if err != nil || len(data) == 0 || len(data)%HashSize != 0 || len(data) > SummaryTileSize {
+		return nil
+	}
+	n := len(data) / HashSize
+	if n<<summaryLevel < need {
+		return nil
+	}
+	return expandSummary(data)
+}
+
+// expandSummary returns the expanded tile (sub-levels summaryLevel up) of
+// a level-0 tile whose summary tile is data (1 to 4 hashes).
+func expandSummary(data []byte) *expandedTile {
+	n := len(data) / HashSize
+	x := &expandedTile{width: n << summaryLevel, lo: summaryLevel, h: make([]Hash, 2*TileWidth>>summaryLevel-1)}
+	level := x.h[:n]
+	for i := range level {
+		level[i] = Hash(data[i*HashSize:])
+	}
+	for s := uint64(summaryLevel + 1); s <= TileHeight; s++ {
+		up := x.h[x.levelOffset(s):][:n>>(s-summaryLevel)]
+		for i := range up {
+			up[i] = NodeHash(level[2*i], level[2*i+1])
+		}
+		level = up
+	}
+	return x
 }
 
 // tileMemo remembers the few tiles one computation has used, so that each
