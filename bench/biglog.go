@@ -27,6 +27,10 @@ const metaFile = "bench-meta.json"
 type bigMeta struct {
 	Size    uint64 `json:"size"`
 	Subject uint64 `json:"subject"`
+	// Summaries is set on logs built by a ledger that stores summary tiles
+	// (merkle.SummaryTileLevel) from the first entry: one built before
+	// proves its older tiles at the old cost, so it is not reused.
+	Summaries bool `json:"summaries,omitempty"`
 }
 
 // BuildResult is how a big log was built.
@@ -143,7 +147,7 @@ func buildBigLog(ctx context.Context, w *world, dir string, size int, progress i
 	if err != nil {
 		return BuildResult{}, err
 	}
-	meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject})
+	meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject, Summaries: true})
 	if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
 		return BuildResult{}, err
 	}

@@ -120,6 +120,15 @@ func (r *Report) WriteTable(w io.Writer) {
 		row("disk per entry at "+n, fmt.Sprintf("%.0f B (leaf %d B)", b.DiskBytesPerLeaf, LeafBytes),
 			fmt.Sprintf("<= %d B", LeafBytes+TargetDiskOverhead), at(b.DiskBytesPerLeaf <= LeafBytes+TargetDiskOverhead))
 	}
+	if g := r.Growth; g != nil {
+		a, b := r.GrowthBase, r.Big
+		from, to := num(float64(g.From)), num(float64(g.To))
+		row(fmt.Sprintf("growth from %s to %s entries (proofs of %d and %d hashes)", from, to, g.ProofHashesFrom, g.ProofHashesTo), "", "", nil)
+		row(fmt.Sprintf("  inclusion proofs: %s, then %s", rate(a.ProofsPerSec)+cpu(a.ProofCPUUs), rate(b.ProofsPerSec)+cpu(b.ProofCPUUs)),
+			fmt.Sprintf("%.2f of the rate, %.2f× the CPU", g.ProofsRatio, g.ProofCPURatio), fmt.Sprintf(">= %.1f", TargetGrowth), at(g.ProofsRatio >= TargetGrowth))
+		row(fmt.Sprintf("  bundle builds: %s, then %s", rate(a.BundlesPerSec)+cpu(a.BundleCPUUs), rate(b.BundlesPerSec)+cpu(b.BundleCPUUs)),
+			fmt.Sprintf("%.2f of the rate, %.2f× the CPU", g.BundlesRatio, g.BundleCPURatio), fmt.Sprintf(">= %.1f", TargetGrowth), at(g.BundlesRatio >= TargetGrowth))
+	}
 	if r.PeakRSSMiB > 0 {
 		row("peak RSS: this whole run (building included)", fmt.Sprintf("%.0f MiB (anonymous %.0f, mapped files %.0f)", r.PeakRSSMiB, r.PeakAnonMiB, r.PeakFileMiB), "", nil)
 	}
