@@ -40,6 +40,8 @@ type BuildResult struct {
 	PerSec  float64 `json:"per_sec"` // raw leaves appended per second while filling
 	Writers int     `json:"writers"`
 	Chunk   int     `json:"chunk"`
+	// Subject is the bundle subject (the last pending receipt).
+	Subject uint64 `json:"subject,omitempty"`
 }
 
 // buildChunk and buildWriters shape the filling of a big log: each writer
@@ -147,12 +149,14 @@ func buildBigLog(ctx context.Context, w *world, dir string, size int, progress i
 	if err != nil {
 		return BuildResult{}, err
 	}
-	meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject, Summaries: true})
-	if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
-		return BuildResult{}, err
+	if !ledger.IsStoreURL(dir) {
+		meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject, Summaries: true})
+		if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
+			return BuildResult{}, err
+		}
 	}
 	return BuildResult{Size: w.l.Head().Size, Seconds: elapsed.Seconds(), PerSec: float64(fill) / elapsed.Seconds(),
-		Writers: buildWriters, Chunk: buildChunk}, nil
+		Writers: buildWriters, Chunk: buildChunk, Subject: subject}, nil
 }
 
 func readBigMeta(dir string) (bigMeta, error) {
@@ -278,6 +282,30 @@ func MeasureBigLog(ctx context.Context, dir string, d time.Duration, opts ledger
 	r.DiskBytesPerLeaf = float64(r.DiskBytes) / float64(r.Size)
 	r.PeakRSSMiB = PeakRSSMiB()
 	return r, nil
+}
+
+// MeasureBigStore measures, in this process, a log BuildBigLog made on a
+// database (loc a store URL; b what BuildBigLog returned): open time,
+// proofs, bundles and verification as MeasureBigLog does. Disk and RSS are
+// the database server's, not taken.
+func MeasureBigStore(ctx context.Context, loc string, b BuildResult, d time.Duration, opts ledger.Options) (BigResult, error) {
+	r := BigResult{Size: b.Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	var l *ledger.Ledger
+	var err error
+	for i := range OpenRounds {
+		start := time.Now()
+		if l, err = ledger.Open(loc, opts); err != nil {
+			return r, err
+		}
+		r.OpenMs = append(r.OpenMs, float64(time.Since(start).Microseconds())/1000)
+		if i < OpenRounds-1 {
+			if err := l.Close(); err != nil {
+				return r, err
+			}
+		}
+	}
+	err = measureOpen(ctx, l, bigMeta{Size: b.Size, Subject: b.Subject}, d, &r)
+	return r, errors.Join(err, l.Close())
 }
 
 func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Duration, r *BigResult) error {

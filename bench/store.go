@@ -37,6 +37,15 @@ type StoreResult struct {
 	BadgerProofsPerSec float64  `json:"badger_proofs_per_sec,omitempty"`
 	BadgerProofCPUUs   float64  `json:"badger_proof_cpu_us,omitempty"`
 	ProofGoroutines    int      `json:"proof_goroutines,omitempty"`
+	// Big, GrowthBase and Growth are the big phase's figures on this
+	// store (see Report.Big, Report.Growth): logs of Config.Size and
+	// Config.GrowthFrom entries, each built in a schema of its own and
+	// measured in this process.
+	BigBuild    *BuildResult `json:"big_log_build,omitempty"`
+	Big         *BigResult   `json:"big_log,omitempty"`
+	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
+	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
+	Growth      *Growth      `json:"growth,omitempty"`
 	Errors             []string `json:"errors,omitempty"`
 }
 
@@ -183,6 +192,41 @@ func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(strin
 			say("  PostgreSQL log-only: %.0f/s", l.PerSec)
 			return &l, nil
 		}, nil)
+	}
+	if has(PhaseBig) {
+		big := func(size int) (*BuildResult, *BigResult, error) {
+			loc, drop, err := pgSchema(ctx, cfg.Store)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer drop()
+			say("PostgreSQL: building a %d-entry log", size)
+			b, err := BuildBigLog(ctx, loc, size, cfg.Progress)
+			if err != nil {
+				return nil, nil, err
+			}
+			say("PostgreSQL: measuring open, proofs, bundles and verification at %d entries (%s each)", size, cfg.ReadFor)
+			m, err := MeasureBigStore(ctx, loc, b, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
+			if err != nil {
+				return &b, nil, err
+			}
+			return &b, &m, nil
+		}
+		if cfg.GrowthFrom > 0 && cfg.GrowthFrom < cfg.Size {
+			b, m, err := big(cfg.GrowthFrom)
+			if err != nil {
+				fail("big log", err)
+			}
+			r.GrowthBuild, r.GrowthBase = b, m
+		}
+		b, m, err := big(cfg.Size)
+		if err != nil {
+			fail("big log", err)
+		}
+		r.BigBuild, r.Big = b, m
+		if r.GrowthBase != nil && r.Big != nil {
+			r.Growth = newGrowth(r.GrowthBase, r.Big)
+		}
 	}
 	return r
 }

@@ -76,6 +76,20 @@ func (r *Report) WriteTable(w io.Writer) {
 		if pg.BadgerProofsPerSec > 0 {
 			row(fmt.Sprintf("  the same on Badger (the authorised log, %s)", num(float64(pg.ProofSize))), rate(pg.BadgerProofsPerSec)+cpu(pg.BadgerProofCPUUs), "", nil)
 		}
+		for _, b := range []*BigResult{pg.GrowthBase, pg.Big} {
+			if b == nil {
+				continue
+			}
+			n := num(float64(b.Size))
+			row("  inclusion proofs at "+n+" (big log)", rate(b.ProofsPerSec)+cpu(b.ProofCPUUs), "", nil)
+			row(fmt.Sprintf("  bundle builds at %s (%d entries)", n, b.BundleEntries), rate(b.BundlesPerSec)+cpu(b.BundleCPUUs), "", nil)
+			row(fmt.Sprintf("  open at %s (worst of %d)", n, len(b.OpenMs)), fmt.Sprintf("%.1f ms", slices.Max(b.OpenMs)), "", nil)
+		}
+		if g := pg.Growth; g != nil {
+			row(fmt.Sprintf("  growth from %s to %s entries: inclusion proofs", num(float64(g.From)), num(float64(g.To))),
+				fmt.Sprintf("%.2f of the rate, %.2f× the CPU", g.ProofsRatio, g.ProofCPURatio), fmt.Sprintf(">= %.1f", TargetGrowth), at(g.ProofsRatio >= TargetGrowth))
+			row("  growth: bundle builds", fmt.Sprintf("%.2f of the rate, %.2f× the CPU", g.BundlesRatio, g.BundleCPURatio), fmt.Sprintf(">= %.1f", TargetGrowth), at(g.BundlesRatio >= TargetGrowth))
+		}
 		for _, e := range pg.Errors {
 			row("  failed: "+e, "", "", nil)
 		}
