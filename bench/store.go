@@ -31,12 +31,12 @@ type StoreResult struct {
 	// ProofsPerSec is inclusion proofs/s on the authorised-append log
 	// (ProofSize entries), on this store and on Badger's log of the same
 	// run (BadgerProofsPerSec), from ProofGoroutines goroutines.
-	ProofSize          uint64   `json:"proof_log_size,omitempty"`
-	ProofsPerSec       float64  `json:"proofs_per_sec,omitempty"`
-	ProofCPUUs         float64  `json:"proof_cpu_us,omitempty"`
-	BadgerProofsPerSec float64  `json:"badger_proofs_per_sec,omitempty"`
-	BadgerProofCPUUs   float64  `json:"badger_proof_cpu_us,omitempty"`
-	ProofGoroutines    int      `json:"proof_goroutines,omitempty"`
+	ProofSize          uint64  `json:"proof_log_size,omitempty"`
+	ProofsPerSec       float64 `json:"proofs_per_sec,omitempty"`
+	ProofCPUUs         float64 `json:"proof_cpu_us,omitempty"`
+	BadgerProofsPerSec float64 `json:"badger_proofs_per_sec,omitempty"`
+	BadgerProofCPUUs   float64 `json:"badger_proof_cpu_us,omitempty"`
+	ProofGoroutines    int     `json:"proof_goroutines,omitempty"`
 	// Big, GrowthBase and Growth are the big phase's figures on this
 	// store (see Report.Big, Report.Growth): logs of Config.Size and
 	// Config.GrowthFrom entries, each built in a schema of its own and
@@ -46,7 +46,7 @@ type StoreResult struct {
 	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
 	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
 	Growth      *Growth      `json:"growth,omitempty"`
-	Errors             []string `json:"errors,omitempty"`
+	Errors      []string     `json:"errors,omitempty"`
 }
 
 // pgSchema makes a new schema in the database at base for one log and
