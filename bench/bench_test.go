@@ -210,7 +210,7 @@ func TestGrowthTiny(t *testing.T) {
 		t.Fatalf("%v %v", err, r.Errors)
 	}
 	g := r.Growth
-	if g == nil || g.From != 700 || g.To != 2000 || g.ProofsRatio <= 0 || g.ProofCPURatio <= 0 || g.BundlesRatio <= 0 ||
+	if g == nil || g.From != 700 || g.To != 2000 || g.ProofsRatio <= 0 || g.ProofCPURatio <= 0 || g.BundlesRatio <= 0 || g.BundleCPURatio <= 0 ||
 		g.ProofHashesFrom != 10 || g.ProofHashesTo != 11 {
 		t.Fatalf("growth: %+v", g)
 	}

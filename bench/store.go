@@ -93,7 +93,7 @@ func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64
 	if size == 0 {
 		return 0, 0, 0, fmt.Errorf("%s is empty", loc)
 	}
-	rate, cpu, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
+	rate, cpu, _, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
