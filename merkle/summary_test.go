@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -162,8 +163,9 @@ func TestProverSummaries(t *testing.T) {
 	}
 	with := &rangeTiles{m: m}
 	none := &rangeTiles{m: without}
+	batched := &batchTiles{rangeTiles: rangeTiles{m: m}}
 	plain := NewProver(m, 0)
-	provers := []*Prover{NewProver(with, 5), NewProver(with, 1000), NewProver(none, 5)}
+	provers := []*Prover{NewProver(with, 5), NewProver(with, 1000), NewProver(none, 5), NewProver(batched, 1000), NewProver(batched, 70)}
 	for range 400 {
 		size := 1 + rnd.intn(n)
 		if rnd.intn(5) == 0 {
@@ -211,6 +213,18 @@ func TestProverSummaries(t *testing.T) {
 	if got := len(provers[0].cache.items); got > 5 {
 		t.Errorf("cache of 5 holds %d tiles", got)
 	}
+	// A batch reader warms the cache a group of summaries at a time: the
+	// 274 level-0 tiles in 5 reads (with room in the cache), and never
+	// past the cache's bound.
+	if got := batched.batches.Load(); got == 0 || got > 2*(n/TileWidth/SummaryGroup+1) {
+		t.Errorf("%d batched summary reads", got)
+	}
+	if got := batched.whole0.Load(); got != 0 {
+		t.Errorf("%d whole level-0 tile reads through the batch reader", got)
+	}
+	if got := len(provers[4].cache.items); got > 70 {
+		t.Errorf("cache of 70 holds %d tiles", got)
+	}
 	// Damaged summaries (wrong length) are not used.
 	bad := maps.Clone(m)
 	bad[tileKey{SummaryTileLevel, 3}] = make([]byte, 5*HashSize)
@@ -223,4 +237,19 @@ func TestProverSummaries(t *testing.T) {
 			t.Fatalf("proof of %d over a malformed summary: %v", i, err)
 		}
 	}
+}
+
+// batchTiles is rangeTiles with ReadTiles, counting its calls.
+type batchTiles struct {
+	rangeTiles
+	batches atomic.Int64
+}
+
+func (b *batchTiles) ReadTiles(level, from uint64, n int) ([][]byte, error) {
+	b.batches.Add(1)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = b.m[tileKey{level, from + uint64(i)}]
+	}
+	return out, nil
 }

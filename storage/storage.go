@@ -151,6 +151,15 @@ type Dedup struct {
 	Index uint64
 }
 
+// A TileBatcher is a Store that also reads consecutive tiles of one level
+// in one round trip (the ledger's prover reads level-0 tile summaries so,
+// 64 at a time, where one would do).
+type TileBatcher interface {
+	// Tiles returns the stored tiles from..from+n-1 of the given level:
+	// out[i] is tile from+i, nil where none is stored.
+	Tiles(ctx context.Context, level, from uint64, n int) ([][]byte, error)
+}
+
 // Tile is a hash tile (up to 256 hashes); a tile grows in place.
 type Tile struct {
 	Level, Index uint64

@@ -464,6 +464,36 @@ func (s *Store) TileRange(_ context.Context, level, index uint64, from, to int) 
 	return v, err
 }
 
+// Tiles returns tiles from..from+n-1 of a level (nil where none is
+// stored), in one iterator over their keys, which sort together.
+func (s *Store) Tiles(_ context.Context, level, from uint64, n int) ([][]byte, error) {
+	out := make([][]byte, n)
+	if n <= 0 {
+		return out[:0], nil
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pTile, byte(level)}, PrefetchValues: false})
+		defer it.Close()
+		for it.Seek(tileKey(level, from)); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if len(k) != tileKeyLen {
+				continue
+			}
+			i := binary.BigEndian.Uint64(k[2:])
+			if i < from || i-from >= uint64(n) {
+				break
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[i-from] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Record returns an authority record, or nil.
 func (s *Store) Record(_ context.Context, key string) ([]byte, error) { return s.get(stateKey(key)) }
 
