@@ -11,7 +11,6 @@ package storagetest
 
 import (
 	"bytes"
-	"slices"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +19,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
