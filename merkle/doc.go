@@ -36,10 +36,11 @@
 // nodes at tree level 6 (up to 4 hashes). They are what a [Prover]'s cache
 // keeps of a level-0 tile, so a proof that meets a level-0 tile the cache
 // does not hold reads 128 bytes and hashes 3 times rather than reading the
-// 8 KiB tile and hashing 255 times: a proof costs the same whether its tile
-// was cached or not, and so does not grow with the number of tiles. A log
-// that stores no summaries (or not for its older tiles) gets the same
-// proofs, at the old cost.
+// 8 KiB tile and hashing 255 times (and, from a [TileBatchReader], reads
+// those of 64 tiles at once): a proof costs about as much whether its tile
+// was cached or not, so its cost does not grow with the number of tiles.
+// A log that stores no summaries (or not for its older tiles) gets the
+// same proofs, at the old cost.
 //
 // # What is never stored
 //
