@@ -210,10 +210,10 @@ var errNoBatch = errors.New("the store reads tiles one at a time")
 
 // ReadTiles returns stored tiles from..from+n-1 of a level, nil where none
 // is stored (merkle.TileBatchReader), if the store reads them in one go
-// (storage.TileBatcher).
+// (its Capabilities.TileBatch).
 func (t storeTiles) ReadTiles(level, from uint64, n int) ([][]byte, error) {
-	b, ok := t.st.(storage.TileBatcher)
-	if !ok {
+	b := t.st.Capabilities().TileBatch
+	if b == nil {
 		return nil, errNoBatch
 	}
 	return b.Tiles(context.Background(), level, from, n)

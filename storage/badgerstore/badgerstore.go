@@ -5,7 +5,9 @@
 // Key layout. One byte of prefix, then fixed-width or free fields.
 //
 //	l <index u64>            leaf bytes
-//	t <level u8> <index u64> hash tile (up to 256 hashes, grows in place)
+//	t <level u8> <index u64> hash tile (up to 256 hashes, grows in place);
+//	                         level 64 (merkle.SummaryTileLevel): a level-0
+//	                         tile's summary (up to 4 hashes)
 //	h <dedup hash 32>        index of the leaf holding the decision
 //	s <keyid hex> <seq u64>  (no longer written: an index nothing read; a
 //	                         key's seq lives in its authority record)

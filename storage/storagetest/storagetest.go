@@ -236,7 +236,7 @@ func Store(t *testing.T, opener Opener) {
 			if v, err := s.TileRange(ctx, 2, 0, 0, 1); err != nil || v != nil {
 				t.Fatalf("tile range 2/0: %x, %v", v, err)
 			}
-			if b, ok := s.(storage.TileBatcher); ok {
+			if b := s.Capabilities().TileBatch; b != nil {
 				// Consecutive tiles of one level, none of another.
 				if v, err := b.Tiles(ctx, 0, 0, 3); err != nil || len(v) != 3 || !bytes.Equal(v[0], tile) || v[1] != nil || v[2] != nil {
 					t.Fatalf("tiles 0/0..2: %d, %v", len(v), err)
