@@ -183,13 +183,14 @@ func growthRows(row func(string, string, string, *bool), indent string, g *Growt
 	for _, x := range []struct {
 		what           string
 		ra, rb, ca, cb float64
+		pa, pb         float64 // the process's CPU
 		rateR, cpuR    float64
 	}{
-		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, g.ProofsRatio, g.ProofCPURatio},
-		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, g.BundlesRatio, g.BundleCPURatio},
+		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, g.ProofsRatio, g.ProofCPURatio},
+		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, g.BundlesRatio, g.BundleCPURatio},
 	} {
 		ok := share(x.cpuR) >= TargetGrowth
-		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU), then %s (%.0f µs)", indent, x.what, rate(x.ra), x.ca, rate(x.rb), x.cb),
+		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's), then %s (%.0f, %.0f µs)", indent, x.what, rate(x.ra), x.ca, x.pa, rate(x.rb), x.cb, x.pb),
 			fmt.Sprintf("%.2f× the CPU (%.2f by CPU; %.2f of the rate)", x.cpuR, share(x.cpuR), x.rateR),
 			fmt.Sprintf(">= %.1f by CPU", TargetGrowth), &ok)
 	}
