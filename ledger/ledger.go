@@ -513,7 +513,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		cp = sh.Checkpoint
 	}
 	tiles := l.tileReader()
-	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
+	if l.builder, err = merkle.NewBuilderSummaries(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
 	if err := l.pinRetired(); err != nil {

@@ -1046,7 +1046,7 @@ func (l *Ledger) reload() error {
 			return err
 		}
 	}
-	b, err := merkle.NewBuilder(edge, l.tileReader())
+	b, err := merkle.NewBuilderSummaries(edge, l.tileReader())
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,9 @@
 // 65,536-leaf, ... subtrees. [Edge.Append] reports exactly those, and a
 // [Builder] turns them into tile blobs to write.
 //
-// Beside them a Builder makes summary tiles ([Builder.Summaries], at
-// [SummaryTileLevel], never published): for each level-0 tile, its complete
-// nodes at tree level 6 (up to 4 hashes). They are what a [Prover]'s cache
+// Beside them a Builder made by [NewBuilderSummaries] makes summary tiles
+// ([Builder.Summaries], at [SummaryTileLevel], never published): for each
+// level-0 tile, its complete nodes at tree level 6 (up to 4 hashes). They are what a [Prover]'s cache
 // keeps of a level-0 tile, so a proof that meets a level-0 tile the cache
 // does not hold reads 128 bytes and hashes 3 times rather than reading the
 // 8 KiB tile and hashing 255 times (and, from a [TileBatchReader], reads

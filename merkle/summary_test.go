@@ -73,7 +73,7 @@ func checkSummaries(t testing.TB, m memTiles, size, from uint64) {
 func TestBuilderSummaries(t *testing.T) {
 	rnd := newRand(11)
 	m := memTiles{}
-	b, err := NewBuilder(NewEdge(), m)
+	b, err := NewBuilderSummaries(NewEdge(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestBuilderSummaries(t *testing.T) {
 		}
 	}
 	// A restart mid-tile: the new Builder continues the summary.
-	b2, err := NewBuilder(b.Edge(), m)
+	b2, err := NewBuilderSummaries(b.Edge(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestBuilderSummaries(t *testing.T) {
 		}
 	}
 	const size = 3000
-	b3, err := NewBuilder(b2.Edge(), old)
+	b3, err := NewBuilderSummaries(b2.Edge(), old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestBuilderSummaries(t *testing.T) {
 		t.Fatalf("a summary of a tile completed before the upgrade appeared")
 	}
 	// Flush alone still returns exactly the tlog-tiles tiles.
-	b4, _ := NewBuilder(NewEdge(), memTiles{})
+	b4, _ := NewBuilderSummaries(NewEdge(), memTiles{})
 	b4.AppendBatch(leafHashes(testLeaves(600)))
 	var refs []TileRef
 	for _, tl := range b4.Flush() {
@@ -147,7 +147,7 @@ func testLeaves(n int) [][]byte {
 func TestProverSummaries(t *testing.T) {
 	rnd := newRand(12)
 	m := memTiles{}
-	b, _ := NewBuilder(NewEdge(), m)
+	b, _ := NewBuilderSummaries(NewEdge(), m)
 	ref := new(refLog)
 	const n = 70001 // partial tiles at levels 0, 1 and 2
 	buildWithSummaries(t, m, b, n, &rnd)
@@ -252,4 +252,17 @@ func (b *batchTiles) ReadTiles(level, from uint64, n int) ([][]byte, error) {
 		out[i] = b.m[tileKey{level, from + uint64(i)}]
 	}
 	return out, nil
+}
+
+// TestBuilderWithoutSummaries: a Builder made by NewBuilder keeps no
+// summaries (its users that store none hold no more memory than before).
+func TestBuilderWithoutSummaries(t *testing.T) {
+	b, _ := NewBuilder(NewEdge(), memTiles{})
+	if err := b.AppendBatch(leafHashes(testLeaves(3000))); err != nil {
+		t.Fatal(err)
+	}
+	b.Flush()
+	if s := b.Summaries(); len(s) != 0 || len(b.sumFull) != 0 || len(b.sum.data) != 0 {
+		t.Fatalf("a Builder without summaries made %d", len(s))
+	}
 }

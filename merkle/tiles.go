@@ -27,7 +27,9 @@ func (t Tile) Ref() TileRef { return TileRef{Level: t.Level, Index: t.Index, Wid
 //
 // Usage per batch: Append the batch's leaf hashes, then Flush, and store
 // every returned tile (one blob per level and index, overwriting the older,
-// narrower version) together with Edge().MarshalBinary() in one transaction.
+// narrower version) together with Edge().MarshalBinary() in one transaction;
+// a Builder made by [NewBuilderSummaries] also returns summary tiles from
+// Summaries, to store in the same transaction.
 // If that transaction fails, discard the Builder and make a new one from
 // what is stored: a Builder cannot roll back.
 //
@@ -37,11 +39,13 @@ type Builder struct {
 	tiles []tileBuf // tiles[k]: the rightmost tile at tile level k
 	full  []Tile    // tiles completed since the last Flush
 	visit func(Node)
-	// sum is the summary tile of the rightmost level-0 tile (see
-	// SummaryTileLevel); sumFull the summaries completed since the last
-	// call to Summaries.
-	sum     tileBuf
-	sumFull []Tile
+	// summaries is set on a Builder made by NewBuilderSummaries; sum is
+	// then the summary tile of the rightmost level-0 tile (see
+	// SummaryTileLevel), and sumFull the summaries completed since the
+	// last call to Summaries.
+	summaries bool
+	sum       tileBuf
+	sumFull   []Tile
 }
 
 // tileBuf is the rightmost tile of one tile level.
@@ -87,9 +91,22 @@ func NewBuilder(e *Edge, r TileReader) (*Builder, error) {
 	if want := e.Hashes(); !slices.Equal(got, want) {
 		return nil, fmt.Errorf("%w: partial tiles of tree size %d do not hash to the stored edge", ErrInconsistentTiles, size)
 	}
+	return b, nil
+}
+
+// NewBuilderSummaries is [NewBuilder] for a Builder that also makes
+// summary tiles, which [Builder.Summaries] returns: call it after each
+// Flush and store them with the tiles.
+func NewBuilderSummaries(e *Edge, r TileReader) (*Builder, error) {
+	b, err := NewBuilder(e, r)
+	if err != nil {
+		return nil, err
+	}
 	// The summary of the rightmost level-0 tile, from that tile (checked
-	// above), not from the store: a log written before summaries has none.
-	b.sum = tileBuf{index: size / TileWidth, data: make([]byte, 0, SummaryTileSize)}
+	// against the edge), not from the store: a log written before
+	// summaries has none.
+	b.summaries = true
+	b.sum = tileBuf{index: e.Size() / TileWidth, data: make([]byte, 0, SummaryTileSize)}
 	if len(b.tiles) > 0 {
 		d := b.tiles[0].data
 		for i := 0; (i+1)<<summaryLevel*HashSize <= len(d); i++ {
@@ -100,8 +117,9 @@ func NewBuilder(e *Edge, r TileReader) (*Builder, error) {
 	return b, nil
 }
 
-// SummaryTileLevel is the tile level under which a [Builder]'s summary
-// tiles are stored (see [Builder.Summaries]). It is above [MaxTileLevel],
+// SummaryTileLevel is the tile level under which the summary tiles of a
+// Builder made by [NewBuilderSummaries] are stored (see
+// [Builder.Summaries]). It is above [MaxTileLevel],
 // so no tlog-tiles path names it: summaries are never published.
 //
 // The summary tile with index i holds the hashes of the complete nodes at
@@ -132,7 +150,8 @@ func (b *Builder) storeSummary(n Node) {
 
 // Summaries returns every summary tile (at [SummaryTileLevel]) that
 // changed since the Builder was made or Summaries was last called, with
-// its complete current content, ordered by index. A store that keeps them
+// its complete current content, ordered by index; nil unless the Builder
+// was made by [NewBuilderSummaries]. A store that keeps them
 // (in the same transaction as the tiles of the same Flush) spares its
 // Prover most of the cost of a level-0 tile it has not cached; one that
 // does not loses nothing else. The returned Data is never modified by the
@@ -169,12 +188,12 @@ func (b *Builder) store(n Node) {
 
 // Append adds one leaf, given its leaf hash (see [LeafHash]).
 func (b *Builder) Append(leafHash Hash) error {
-	return b.edge.appendBatch([]Hash{leafHash}, true, b.visit)
+	return b.edge.appendBatch([]Hash{leafHash}, b.summaries, b.visit)
 }
 
 // AppendBatch adds leaves, given their leaf hashes, in order.
 func (b *Builder) AppendBatch(leafHashes []Hash) error {
-	return b.edge.appendBatch(leafHashes, true, b.visit)
+	return b.edge.appendBatch(leafHashes, b.summaries, b.visit)
 }
 
 // Flush returns every tile that changed since the Builder was made or last
