@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +197,45 @@ func BenchmarkVerifyBundle(b *testing.B) {
 		}
 	}
 	b.ReportMetric(cpuPerOp(cpu0, b.N), "cpu-us/op")
+}
+
+// TestGrowthTiny: the big phase with GrowthFrom measures both sizes in one
+// run and prints their ratios; with BigDir both logs are kept and a second
+// run reuses them, but not a log built before summary tiles.
+func TestGrowthTiny(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "log")
+	cfg := Config{Dir: t.TempDir(), Phases: []string{PhaseBig}, Size: 2000, GrowthFrom: 700, BigDir: keep, ReadFor: 50 * time.Millisecond}
+	r, err := Run(context.Background(), cfg)
+	if err != nil || len(r.Errors) > 0 {
+		t.Fatalf("%v %v", err, r.Errors)
+	}
+	g := r.Growth
+	if g == nil || g.From != 700 || g.To != 2000 || g.ProofsRatio <= 0 || g.ProofCPURatio <= 0 || g.BundlesRatio <= 0 || g.BundleCPURatio <= 0 ||
+		g.ProofHashesFrom != 10 || g.ProofHashesTo != 11 {
+		t.Fatalf("growth: %+v", g)
+	}
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	if !strings.Contains(table.String(), "growth from 700 to 2,000 entries") {
+		t.Errorf("the table lacks the growth rows:\n%s", table.String())
+	}
+	r2, err := Run(context.Background(), cfg)
+	if err != nil || len(r2.Errors) > 0 || r2.Build == nil || r2.Build.Seconds != 0 || r2.GrowthBuild == nil || r2.GrowthBuild.Seconds != 0 {
+		t.Fatalf("second run did not reuse both logs: %v %v %+v %+v", err, r2.Errors, r2.Build, r2.GrowthBuild)
+	}
+	// A log whose meta file does not say it stores summaries is rebuilt.
+	meta, err := readBigMeta(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.Summaries = false
+	raw, _ := json.Marshal(meta)
+	if err := os.WriteFile(filepath.Join(keep, metaFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.GrowthFrom = -1
+	r3, err := Run(context.Background(), cfg)
+	if err != nil || len(r3.Errors) > 0 || r3.Build == nil || r3.Build.Seconds == 0 || r3.Growth != nil {
+		t.Fatalf("a log built before summaries was reused: %v %v %+v", err, r3.Errors, r3.Build)
+	}
 }

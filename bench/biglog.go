@@ -27,6 +27,10 @@ const metaFile = "bench-meta.json"
 type bigMeta struct {
 	Size    uint64 `json:"size"`
 	Subject uint64 `json:"subject"`
+	// Summaries is set on logs built by a ledger that stores summary tiles
+	// (merkle.SummaryTileLevel) from the first entry: one built before
+	// proves its older tiles at the old cost, so it is not reused.
+	Summaries bool `json:"summaries,omitempty"`
 }
 
 // BuildResult is how a big log was built.
@@ -36,6 +40,8 @@ type BuildResult struct {
 	PerSec  float64 `json:"per_sec"` // raw leaves appended per second while filling
 	Writers int     `json:"writers"`
 	Chunk   int     `json:"chunk"`
+	// Subject is the bundle subject (the last pending receipt).
+	Subject uint64 `json:"subject,omitempty"`
 }
 
 // buildChunk and buildWriters shape the filling of a big log: each writer
@@ -143,12 +149,14 @@ func buildBigLog(ctx context.Context, w *world, dir string, size int, progress i
 	if err != nil {
 		return BuildResult{}, err
 	}
-	meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject})
-	if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
-		return BuildResult{}, err
+	if !ledger.IsStoreURL(dir) {
+		meta, _ := json.Marshal(bigMeta{Size: w.l.Head().Size, Subject: subject, Summaries: true})
+		if err := os.WriteFile(filepath.Join(dir, metaFile), meta, 0o644); err != nil {
+			return BuildResult{}, err
+		}
 	}
 	return BuildResult{Size: w.l.Head().Size, Seconds: elapsed.Seconds(), PerSec: float64(fill) / elapsed.Seconds(),
-		Writers: buildWriters, Chunk: buildChunk}, nil
+		Writers: buildWriters, Chunk: buildChunk, Subject: subject}, nil
 }
 
 func readBigMeta(dir string) (bigMeta, error) {
@@ -176,8 +184,14 @@ type BigResult struct {
 	BundlesPerSec  float64   `json:"bundles_per_sec"`
 	// ProofCPUUs, BundleCPUUs and VerifyCPUUs are the process's CPU time
 	// per operation in microseconds (Badger's background work included).
-	ProofCPUUs       float64 `json:"proof_cpu_us"`
-	BundleCPUUs      float64 `json:"bundle_cpu_us"`
+	ProofCPUUs  float64 `json:"proof_cpu_us"`
+	BundleCPUUs float64 `json:"bundle_cpu_us"`
+	// ProofOwnCPUUs and BundleOwnCPUUs are the CPU time per operation of
+	// the goroutines that ran them alone (their threads' CPU clocks):
+	// without the background work that a log right after a bulk build
+	// does for minutes (Badger compacting), so they compare across sizes.
+	ProofOwnCPUUs    float64 `json:"proof_own_cpu_us"`
+	BundleOwnCPUUs   float64 `json:"bundle_own_cpu_us"`
 	VerifyCPUUs      float64 `json:"verify_cpu_us"`
 	BundleEntries    int     `json:"bundle_entries"`
 	BundleBytes      int     `json:"bundle_bytes"`
@@ -276,13 +290,37 @@ func MeasureBigLog(ctx context.Context, dir string, d time.Duration, opts ledger
 	return r, nil
 }
 
+// MeasureBigStore measures, in this process, a log BuildBigLog made on a
+// database (loc a store URL; b what BuildBigLog returned): open time,
+// proofs, bundles and verification as MeasureBigLog does. Disk and RSS are
+// the database server's, not taken.
+func MeasureBigStore(ctx context.Context, loc string, b BuildResult, d time.Duration, opts ledger.Options) (BigResult, error) {
+	r := BigResult{Size: b.Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	var l *ledger.Ledger
+	var err error
+	for i := range OpenRounds {
+		start := time.Now()
+		if l, err = ledger.Open(loc, opts); err != nil {
+			return r, err
+		}
+		r.OpenMs = append(r.OpenMs, float64(time.Since(start).Microseconds())/1000)
+		if i < OpenRounds-1 {
+			if err := l.Close(); err != nil {
+				return r, err
+			}
+		}
+	}
+	err = measureOpen(ctx, l, bigMeta{Size: b.Size, Subject: b.Subject}, d, &r)
+	return r, errors.Join(err, l.Close())
+}
+
 func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Duration, r *BigResult) error {
 	size := l.Head().Size
 	if size != meta.Size {
 		return fmt.Errorf("the log has %d entries, its meta file says %d", size, meta.Size)
 	}
 	var err error
-	r.ProofsPerSec, r.ProofCPUUs, err = parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
+	r.ProofsPerSec, r.ProofCPUUs, r.ProofOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
@@ -301,7 +339,7 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 		return err
 	}
 	r.BundleEntries, r.BundleBytes = len(b.Entries), len(data)
-	r.BundlesPerSec, r.BundleCPUUs, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
+	r.BundlesPerSec, r.BundleCPUUs, r.BundleOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
 		_, err := l.Prove(meta.Subject, false)
 		return err
 	})
@@ -326,15 +364,19 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 	if err := check(0, nil); err != nil {
 		return err
 	}
-	r.VerifiesPerSec, r.VerifyCPUUs, err = parallel(ctx, r.Goroutines, d, check)
+	r.VerifiesPerSec, r.VerifyCPUUs, _, err = parallel(ctx, r.Goroutines, d, check)
 	return err
 }
 
-// parallel runs f on g goroutines for d and returns calls per second and
-// the process's CPU microseconds per call. Each goroutine has its own
-// state word, seeded differently.
-func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (float64, float64, error) {
+// parallel runs f on g goroutines for d and returns calls per second, the
+// process's CPU microseconds per call, and the CPU microseconds per call of
+// the calling goroutines alone (each locked to its thread, whose CPU clock
+// it reads: background work such as Badger's compactions and the
+// collector's own workers is left out, the collector's assists are not).
+// Each goroutine has its own state word, seeded differently.
+func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (float64, float64, float64, error) {
 	var n atomic.Int64
+	var own atomic.Int64 // nanoseconds
 	var errOnce sync.Once
 	var firstErr error
 	var wg sync.WaitGroup
@@ -345,6 +387,10 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			t0 := threadCPU()
+			defer func() { own.Add(int64(threadCPU() - t0)) }()
 			x := uint64(88172645463325252) + uint64(i)*0x9e3779b97f4a7c15
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				for range 8 {
@@ -361,5 +407,9 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), cpuPerOp(cpu0, int(n.Load())), firstErr
+	ownUs := 0.0
+	if c := n.Load(); c > 0 {
+		ownUs = float64(own.Load()) / 1000 / float64(c)
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), cpuPerOp(cpu0, int(n.Load())), ownUs, firstErr
 }

@@ -31,13 +31,22 @@ type StoreResult struct {
 	// ProofsPerSec is inclusion proofs/s on the authorised-append log
 	// (ProofSize entries), on this store and on Badger's log of the same
 	// run (BadgerProofsPerSec), from ProofGoroutines goroutines.
-	ProofSize          uint64   `json:"proof_log_size,omitempty"`
-	ProofsPerSec       float64  `json:"proofs_per_sec,omitempty"`
-	ProofCPUUs         float64  `json:"proof_cpu_us,omitempty"`
-	BadgerProofsPerSec float64  `json:"badger_proofs_per_sec,omitempty"`
-	BadgerProofCPUUs   float64  `json:"badger_proof_cpu_us,omitempty"`
-	ProofGoroutines    int      `json:"proof_goroutines,omitempty"`
-	Errors             []string `json:"errors,omitempty"`
+	ProofSize          uint64  `json:"proof_log_size,omitempty"`
+	ProofsPerSec       float64 `json:"proofs_per_sec,omitempty"`
+	ProofCPUUs         float64 `json:"proof_cpu_us,omitempty"`
+	BadgerProofsPerSec float64 `json:"badger_proofs_per_sec,omitempty"`
+	BadgerProofCPUUs   float64 `json:"badger_proof_cpu_us,omitempty"`
+	ProofGoroutines    int     `json:"proof_goroutines,omitempty"`
+	// Big, GrowthBase and Growth are the big phase's figures on this
+	// store (see Report.Big, Report.Growth): logs of Config.Size and
+	// Config.GrowthFrom entries, each built in a schema of its own and
+	// measured in this process.
+	BigBuild    *BuildResult `json:"big_log_build,omitempty"`
+	Big         *BigResult   `json:"big_log,omitempty"`
+	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
+	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
+	Growth      *Growth      `json:"growth,omitempty"`
+	Errors      []string     `json:"errors,omitempty"`
 }
 
 // pgSchema makes a new schema in the database at base for one log and
@@ -84,7 +93,7 @@ func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64
 	if size == 0 {
 		return 0, 0, 0, fmt.Errorf("%s is empty", loc)
 	}
-	rate, cpu, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
+	rate, cpu, _, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
@@ -183,6 +192,41 @@ func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(strin
 			say("  PostgreSQL log-only: %.0f/s", l.PerSec)
 			return &l, nil
 		}, nil)
+	}
+	if has(PhaseBig) {
+		big := func(size int) (*BuildResult, *BigResult, error) {
+			loc, drop, err := pgSchema(ctx, cfg.Store)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer drop()
+			say("PostgreSQL: building a %d-entry log", size)
+			b, err := BuildBigLog(ctx, loc, size, cfg.Progress)
+			if err != nil {
+				return nil, nil, err
+			}
+			say("PostgreSQL: measuring open, proofs, bundles and verification at %d entries (%s each)", size, cfg.ReadFor)
+			m, err := MeasureBigStore(ctx, loc, b, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
+			if err != nil {
+				return &b, nil, err
+			}
+			return &b, &m, nil
+		}
+		if cfg.GrowthFrom > 0 && cfg.GrowthFrom < cfg.Size {
+			b, m, err := big(cfg.GrowthFrom)
+			if err != nil {
+				fail("big log", err)
+			}
+			r.GrowthBuild, r.GrowthBase = b, m
+		}
+		b, m, err := big(cfg.Size)
+		if err != nil {
+			fail("big log", err)
+		}
+		r.BigBuild, r.Big = b, m
+		if r.GrowthBase != nil && r.Big != nil {
+			r.Growth = newGrowth(r.GrowthBase, r.Big)
+		}
 	}
 	return r
 }

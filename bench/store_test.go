@@ -55,3 +55,27 @@ func TestStorePhases(t *testing.T) {
 		t.Errorf("the table lacks the server's counters:\n%s", table.String())
 	}
 }
+
+// TestStoreBigGrowth runs the big phase on PostgreSQL at two tiny sizes and
+// checks that both logs were measured and compared.
+func TestStoreBigGrowth(t *testing.T) {
+	pg := storagetest.PostgresServer(t)
+	r, err := Run(context.Background(), Config{Dir: t.TempDir(), Phases: []string{PhaseBig}, Size: 1500, GrowthFrom: 600,
+		ReadFor: 50 * time.Millisecond, Store: pg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Postgres
+	if p == nil || len(p.Errors) > 0 || len(r.Errors) > 0 {
+		t.Fatalf("errors: %v %+v", r.Errors, p)
+	}
+	if p.Big == nil || p.Big.Size != 1500 || p.Big.ProofsPerSec <= 0 || p.Big.BundlesPerSec <= 0 ||
+		p.GrowthBase == nil || p.GrowthBase.Size != 600 || p.Growth == nil || p.Growth.ProofsRatio <= 0 {
+		t.Fatalf("PostgreSQL big figures: %+v", p)
+	}
+	var table bytes.Buffer
+	r.WriteTable(&table)
+	if !strings.Contains(table.String(), "growth from 600 to 1,500 entries") {
+		t.Errorf("the table lacks PostgreSQL's growth:\n%s", table.String())
+	}
+}

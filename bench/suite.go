@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +61,12 @@ type Config struct {
 	// the run's temporary folder, removed afterwards. A reused log has had
 	// its background compaction finish, which a freshly built one has not.
 	BigDir string
+	// GrowthFrom, when above 0 and below Size, is the size of a second big
+	// log, measured first in the same run, so that the report shows how
+	// proofs and bundles grow from GrowthFrom to Size entries (Report.Growth).
+	// Its log is kept beside BigDir (BigDir-GrowthFrom) when BigDir is set.
+	// Default 1,000,000; below 0, none.
+	GrowthFrom int
 	// Peer is "" or "tessera"; PeerDir its module folder (default: found
 	// from the working directory, see FindPeerDir).
 	Peer    string
@@ -81,7 +88,7 @@ type Config struct {
 // DefaultConfig finishes in a few minutes on 2 cores.
 func DefaultConfig() Config {
 	return Config{Ceiling: 2 * time.Second, AuthN: 40_000, AuthWindow: 256, LogOnlyN: 100_000, Inflight: 4096,
-		HTTPN: 20_000, HTTPClients: 64, Size: 1_000_000, ReadFor: 3 * time.Second}
+		HTTPN: 20_000, HTTPClients: 64, Size: 1_000_000, GrowthFrom: 1_000_000, ReadFor: 3 * time.Second}
 }
 
 func (c *Config) defaults() {
@@ -112,6 +119,9 @@ func (c *Config) defaults() {
 	}
 	if c.ReadFor <= 0 {
 		c.ReadFor = d.ReadFor
+	}
+	if c.GrowthFrom == 0 {
+		c.GrowthFrom = d.GrowthFrom
 	}
 	if c.BigDir == "" {
 		c.BigDir = os.Getenv("CUSTODY_BENCH_BIGLOG")
@@ -149,6 +159,11 @@ type Report struct {
 	LogOnly      *AppendResult `json:"log_only_appends,omitempty"`
 	Build        *BuildResult  `json:"big_log_build,omitempty"`
 	Big          *BigResult    `json:"big_log,omitempty"`
+	// GrowthBuild and GrowthBase are the smaller big log's (Config.GrowthFrom),
+	// and Growth compares Big with it.
+	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
+	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
+	Growth      *Growth      `json:"growth,omitempty"`
 	// PeakRSSMiB is the peak resident set of the whole run's process
 	// (building the big log included; the child's measurement is apart),
 	// and PeakAnonMiB and PeakFileMiB its anonymous and file-backed parts
@@ -271,39 +286,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if has(PhaseBig) {
-		dir := filepath.Join(base, "big")
-		reuse := cfg.BigDir != ""
-		if reuse {
-			dir = cfg.BigDir
-		}
-		var b BuildResult
-		var err error
-		if meta, merr := readBigMeta(dir); reuse && merr == nil && meta.Size == uint64(cfg.Size) {
-			say("reusing the %d-entry log in %s (built by an earlier run)", meta.Size, dir)
-			b = BuildResult{Size: meta.Size}
-		} else {
-			if reuse {
-				err = clearBigDir(dir)
+		if cfg.GrowthFrom > 0 && cfg.GrowthFrom < cfg.Size {
+			dir := ""
+			if cfg.BigDir != "" {
+				dir = fmt.Sprintf("%s-%d", cfg.BigDir, cfg.GrowthFrom)
 			}
-			if err == nil {
-				say("building a %d-entry log (raw leaves through LogOnly AppendLeaves, a depth-3 workflow at both ends)", cfg.Size)
-				b, err = BuildBigLog(ctx, dir, cfg.Size, cfg.Progress)
-			}
-		}
-		if err != nil {
-			fail(PhaseBig, err)
-		} else {
-			r.Build = &b
-			say("measuring open, proofs, bundles and verification at %d entries (%s each)", b.Size, cfg.ReadFor)
-			big, err := cfg.MeasureBig(ctx, dir, cfg.ReadFor)
+			b, big, err := runBig(ctx, cfg, base, dir, cfg.GrowthFrom, say)
 			if err != nil {
 				fail(PhaseBig, err)
 			} else {
-				r.Big = &big
+				r.GrowthBuild, r.GrowthBase = b, big
 			}
 		}
-		if !cfg.Keep && !reuse {
-			os.RemoveAll(dir) // before the peer runs, to give the disk back
+		b, big, err := runBig(ctx, cfg, base, cfg.BigDir, cfg.Size, say)
+		if err != nil {
+			fail(PhaseBig, err)
+		}
+		r.Build, r.Big = b, big
+		if r.GrowthBase != nil && r.Big != nil {
+			r.Growth = newGrowth(r.GrowthBase, r.Big)
 		}
 	}
 	if has(PhasePeer) {
@@ -321,6 +322,88 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.PeakAnonMiB, r.PeakFileMiB = rss.peaks()
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
+}
+
+// runBig builds a big log of size entries (or reuses the one in keep, when
+// set and an earlier run built it there) and measures it. The build is nil
+// when building failed, the figures nil when measuring did.
+func runBig(ctx context.Context, cfg Config, base, keep string, size int, say func(string, ...any)) (*BuildResult, *BigResult, error) {
+	dir := filepath.Join(base, "big")
+	if size != cfg.Size {
+		dir = fmt.Sprintf("%s-%d", dir, size)
+	}
+	reuse := keep != ""
+	if reuse {
+		dir = keep
+	}
+	if !cfg.Keep && !reuse {
+		defer os.RemoveAll(dir) // before the peer runs, to give the disk back
+	}
+	var b BuildResult
+	var err error
+	if meta, merr := readBigMeta(dir); reuse && merr == nil && meta.Size == uint64(size) && meta.Summaries {
+		say("reusing the %d-entry log in %s (built by an earlier run)", meta.Size, dir)
+		b = BuildResult{Size: meta.Size}
+	} else {
+		if reuse {
+			if merr == nil && meta.Size == uint64(size) {
+				say("not reusing the %d-entry log in %s: it was built before summary tiles", meta.Size, dir)
+			}
+			err = clearBigDir(dir)
+		}
+		if err == nil {
+			say("building a %d-entry log (raw leaves through LogOnly AppendLeaves, a depth-3 workflow at both ends)", size)
+			b, err = BuildBigLog(ctx, dir, size, cfg.Progress)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	say("measuring open, proofs, bundles and verification at %d entries (%s each)", b.Size, cfg.ReadFor)
+	big, err := cfg.MeasureBig(ctx, dir, cfg.ReadFor)
+	if err != nil {
+		return &b, nil, err
+	}
+	return &b, &big, nil
+}
+
+// Growth compares the figures of two big logs of different sizes: each
+// ratio is the larger log's figure over the smaller's. Proof and bundle
+// cost should grow with a proof's length (about log2 of the size), not
+// with the size. The CPU ratios are of the measuring goroutines' own CPU
+// (BigResult.ProofOwnCPUUs), which a loaded machine and Badger's
+// compactions after a bulk build move least; the rates are the machine's.
+type Growth struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	// ProofHashes is the length of an inclusion proof at each size.
+	ProofHashesFrom int `json:"proof_hashes_from"`
+	ProofHashesTo   int `json:"proof_hashes_to"`
+	// ProofsRatio and BundlesRatio are rates (To over From: 1 is flat,
+	// below 1 slower); ProofCPURatio and BundleCPURatio own CPU per
+	// operation (above 1 dearer).
+	ProofsRatio    float64 `json:"proofs_per_sec_ratio"`
+	ProofCPURatio  float64 `json:"proof_cpu_ratio"`
+	BundlesRatio   float64 `json:"bundles_per_sec_ratio"`
+	BundleCPURatio float64 `json:"bundle_cpu_ratio"`
+}
+
+// TargetGrowth is the least share of the smaller log's proof and bundle
+// throughput the larger one keeps, by own CPU (1 / Growth.ProofCPURatio,
+// 1 / Growth.BundleCPURatio).
+const TargetGrowth = 0.7
+
+func newGrowth(from, to *BigResult) *Growth {
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	return &Growth{From: from.Size, To: to.Size,
+		ProofHashesFrom: bits.Len64(from.Size - 1), ProofHashesTo: bits.Len64(to.Size - 1),
+		ProofsRatio: div(to.ProofsPerSec, from.ProofsPerSec), ProofCPURatio: div(to.ProofOwnCPUUs, from.ProofOwnCPUUs),
+		BundlesRatio: div(to.BundlesPerSec, from.BundlesPerSec), BundleCPURatio: div(to.BundleOwnCPUUs, from.BundleOwnCPUUs)}
 }
 
 func runPeer(ctx context.Context, cfg Config, base string) (*PeerResult, error) {

@@ -76,6 +76,19 @@ func (r *Report) WriteTable(w io.Writer) {
 		if pg.BadgerProofsPerSec > 0 {
 			row(fmt.Sprintf("  the same on Badger (the authorised log, %s)", num(float64(pg.ProofSize))), rate(pg.BadgerProofsPerSec)+cpu(pg.BadgerProofCPUUs), "", nil)
 		}
+		for _, b := range []*BigResult{pg.GrowthBase, pg.Big} {
+			if b == nil {
+				continue
+			}
+			n := num(float64(b.Size))
+			row("  inclusion proofs at "+n+" (big log)", rate(b.ProofsPerSec)+cpu(b.ProofCPUUs), "", nil)
+			row(fmt.Sprintf("  bundle builds at %s (%d entries)", n, b.BundleEntries), rate(b.BundlesPerSec)+cpu(b.BundleCPUUs), "", nil)
+			row(fmt.Sprintf("  open at %s (worst of %d)", n, len(b.OpenMs)), fmt.Sprintf("%.1f ms", slices.Max(b.OpenMs)), "", nil)
+		}
+		if g := pg.Growth; g != nil {
+			row(fmt.Sprintf("  growth from %s to %s entries", num(float64(g.From)), num(float64(g.To))), "", "", nil)
+			growthRows(row, "    ", g, pg.GrowthBase, pg.Big)
+		}
 		for _, e := range pg.Errors {
 			row("  failed: "+e, "", "", nil)
 		}
@@ -120,6 +133,12 @@ func (r *Report) WriteTable(w io.Writer) {
 		row("disk per entry at "+n, fmt.Sprintf("%.0f B (leaf %d B)", b.DiskBytesPerLeaf, LeafBytes),
 			fmt.Sprintf("<= %d B", LeafBytes+TargetDiskOverhead), at(b.DiskBytesPerLeaf <= LeafBytes+TargetDiskOverhead))
 	}
+	if g := r.Growth; g != nil {
+		a, b := r.GrowthBase, r.Big
+		from, to := num(float64(g.From)), num(float64(g.To))
+		row(fmt.Sprintf("growth from %s to %s entries (proofs of %d and %d hashes)", from, to, g.ProofHashesFrom, g.ProofHashesTo), "", "", nil)
+		growthRows(row, "  ", g, a, b)
+	}
 	if r.PeakRSSMiB > 0 {
 		row("peak RSS: this whole run (building included)", fmt.Sprintf("%.0f MiB (anonymous %.0f, mapped files %.0f)", r.PeakRSSMiB, r.PeakAnonMiB, r.PeakFileMiB), "", nil)
 	}
@@ -149,6 +168,31 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nerror: %s\n", e)
+	}
+}
+
+// growthRows writes the proof and bundle rows of a growth comparison: each
+// figure at both sizes (rate, own CPU per operation), then the ratios.
+func growthRows(row func(string, string, string, *bool), indent string, g *Growth, a, b *BigResult) {
+	share := func(cpuRatio float64) float64 {
+		if cpuRatio == 0 {
+			return 0
+		}
+		return 1 / cpuRatio
+	}
+	for _, x := range []struct {
+		what           string
+		ra, rb, ca, cb float64
+		pa, pb         float64 // the process's CPU
+		rateR, cpuR    float64
+	}{
+		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, g.ProofsRatio, g.ProofCPURatio},
+		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, g.BundlesRatio, g.BundleCPURatio},
+	} {
+		ok := share(x.cpuR) >= TargetGrowth
+		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's), then %s (%.0f, %.0f µs)", indent, x.what, rate(x.ra), x.ca, x.pa, rate(x.rb), x.cb, x.pb),
+			fmt.Sprintf("%.2f× the CPU (%.2f by CPU; %.2f of the rate)", x.cpuR, share(x.cpuR), x.rateR),
+			fmt.Sprintf(">= %.1f by CPU", TargetGrowth), &ok)
 	}
 }
 

@@ -421,7 +421,7 @@ func (l *sequencer) loadHead(resign bool) error {
 		cp = sh.Checkpoint
 	}
 	tiles := storeTiles{l.store}
-	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
+	if l.builder, err = merkle.NewBuilderSummaries(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
 	if err := l.keys.pinRetired(l.builder.Size(), l.read.prover.RootAt); err != nil {

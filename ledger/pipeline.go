@@ -779,7 +779,7 @@ func (l *sequencer) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) erro
 	if err != nil {
 		return err
 	}
-	flushed := l.builder.Flush()
+	flushed := append(l.builder.Flush(), l.builder.Summaries()...) // summaries: see merkle.SummaryTileLevel
 	tiles := &recentTiles{tiles: make(map[[2]uint64][]byte, len(flushed)), base: storeTiles{l.store}}
 	for _, t := range flushed {
 		b.Tiles = append(b.Tiles, storage.Tile{Level: t.Level, Index: t.Index, Data: t.Data})
@@ -1151,7 +1151,7 @@ func (l *sequencer) reload(ctx context.Context) error {
 			return err
 		}
 	}
-	b, err := merkle.NewBuilder(edge, leaseTiles{ctx, l.store})
+	b, err := merkle.NewBuilderSummaries(edge, leaseTiles{ctx, l.store})
 	if err != nil {
 		return err
 	}

@@ -192,6 +192,23 @@ func (t storeTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, er
 	return v, err
 }
 
+// errNoBatch is ReadTiles' answer on a store that cannot read tiles in
+// batches: the prover then reads them one at a time.
+var errNoBatch = errors.New("the store reads tiles one at a time")
+
+// ReadTiles returns stored tiles from..from+n-1 of a level, nil where none
+// is stored (merkle.TileBatchReader), if the store reads them in one go
+// (its Capabilities.TileBatch).
+func (t storeTiles) ReadTiles(level, from uint64, n int) ([][]byte, error) {
+	b := t.st.Capabilities().TileBatch
+	if b == nil {
+		return nil, errNoBatch
+	}
+	return b.Tiles(context.Background(), level, from, n)
+}
+
+// Tile returns a hash tile as tlog-tiles serves it: width hashes (1..256)
+// of tile level, index, if the committed tree holds that many.
 func (l *reader) Tile(level, index uint64, width int) ([]byte, error) {
 	v, err := l.store.Tile(context.Background(), level, index)
 	if err != nil {

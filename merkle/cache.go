@@ -121,6 +121,13 @@ func (c *tileCache) get(k tileKey, need int) *expandedTile {
 	return nil
 }
 
+// room returns how many tiles the cache can add before it evicts one.
+func (c *tileCache) room() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.max - len(c.ring)
+}
+
 // add caches x as tile k, unless a version at least as wide is cached.
 func (c *tileCache) add(k tileKey, x *expandedTile) {
 	c.mu.Lock()

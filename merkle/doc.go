@@ -26,14 +26,25 @@
 // the hashes completed so far, so each partial tile is a prefix of every
 // later version of itself and can be overwritten in place as it grows.
 //
-// So the only nodes ever stored are roots of perfect (complete) subtrees at
+// So the only nodes tiles store are roots of perfect (complete) subtrees at
 // tree levels 0, 8, 16, ...: leaf hashes, and the roots of complete 256-leaf,
 // 65,536-leaf, ... subtrees. [Edge.Append] reports exactly those, and a
 // [Builder] turns them into tile blobs to write.
 //
+// Beside them a Builder made by [NewBuilderSummaries] makes summary tiles
+// ([Builder.Summaries], at [SummaryTileLevel], never published): for each
+// level-0 tile, its complete nodes at tree level 6 (up to 4 hashes). They are what a [Prover]'s cache
+// keeps of a level-0 tile, so a proof that meets a level-0 tile the cache
+// does not hold reads 128 bytes and hashes 3 times rather than reading the
+// 8 KiB tile and hashing 255 times (and, from a [TileBatchReader], reads
+// those of 64 tiles at once): a proof costs about as much whether its tile
+// was cached or not, so its cost does not grow with the number of tiles.
+// A log that stores no summaries (or not for its older tiles) gets the
+// same proofs, at the old cost.
+//
 // # What is never stored
 //
-// Interior nodes at the seven tree levels between two tile levels are never
+// Interior nodes at the other tree levels between two tile levels are never
 // stored: a proof recomputes them from the bottom hashes of their tile.
 // Ephemeral nodes (the roots of incomplete subtrees along the right edge of
 // a tree whose size is not a power of two) are never stored and never put in

@@ -147,6 +147,12 @@ func (e *Edge) Append(leafHash Hash, stored func(Node)) error {
 // AppendBatch appends the leaves with the given leaf hashes in order, as
 // [Edge.Append] does for each.
 func (e *Edge) AppendBatch(leafHashes []Hash, stored func(Node)) error {
+	return e.appendBatch(leafHashes, false, stored)
+}
+
+// appendBatch is AppendBatch; with summaries, stored is also called with
+// each new node at tree level 6 (summaryLevel), for summary tiles.
+func (e *Edge) appendBatch(leafHashes []Hash, summaries bool, stored func(Node)) error {
 	r := e.rng()
 	if uint64(len(leafHashes)) > math.MaxUint64-r.End() {
 		return fmt.Errorf("%w: tree of size %d cannot grow by %d", ErrOutOfRange, r.End(), len(leafHashes))
@@ -154,7 +160,7 @@ func (e *Edge) AppendBatch(leafHashes []Hash, stored func(Node)) error {
 	var visit compact.VisitFn
 	if stored != nil {
 		visit = func(id compact.NodeID, h []byte) {
-			if id.Level%TileHeight == 0 {
+			if id.Level%TileHeight == 0 || summaries && id.Level == summaryLevel {
 				stored(Node{Level: uint64(id.Level), Index: id.Index, Hash: Hash(h)})
 			}
 		}

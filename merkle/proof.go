@@ -216,11 +216,16 @@ func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 		x := m.expanded(key, need)
 		if x == nil {
 			if x = p.cache.get(key, need); x == nil {
-				data, _, err := m.read(p.r, key, -1, need)
-				if err != nil {
-					return Hash{}, err
+				if k == 0 {
+					x = p.fromSummary(ti, need)
 				}
-				x = expandTile(data, lowestKept(k))
+				if x == nil {
+					data, _, err := m.read(p.r, key, -1, need)
+					if err != nil {
+						return Hash{}, err
+					}
+					x = expandTile(data, lowestKept(k))
+				}
 				p.cache.add(key, x)
 			}
 			m.keep(memoTile{key: key, x: x})
@@ -240,6 +245,92 @@ func (p *Prover) nodeHash(m *tileMemo, level, index uint64) (Hash, error) {
 		return Hash{}, err
 	}
 	return subtreeHash(data[(pos-from)*HashSize : (need-from)*HashSize]), nil
+}
+
+// A TileBatchReader is a [TileReader] that can also read consecutive
+// tiles of one level at once. A caching [Prover] uses it to read the
+// summary tiles of [SummaryGroup] level-0 tiles together, so that a tree
+// whose level-0 tiles are not yet cached warms the cache in one read per
+// group rather than one per tile.
+type TileBatchReader interface {
+	TileReader
+	// ReadTiles returns tiles from..from+n-1 of the given tile level:
+	// out[i] is tile from+i as ReadTile would return it, or nil if it does
+	// not exist. The rules of ReadTile apply.
+	ReadTiles(level, from uint64, n int) ([][]byte, error)
+}
+
+// SummaryGroup is how many level-0 tiles' summaries a caching [Prover]
+// reads at once from a [TileBatchReader] (16,384 leaves' worth, 8 KiB).
+const SummaryGroup = 64
+
+// fromSummary returns level-0 tile ti as the cache keeps it (sub-levels
+// summaryLevel up), made from its summary tile (see [SummaryTileLevel]),
+// if the reader has one that covers at least need hashes of the tile;
+// else nil, and the caller reads the tile. A log written before summaries
+// has none for its older tiles: those cost what they did.
+//
+// With a TileBatchReader, and room in the cache, it reads the summaries of
+// ti's whole group of SummaryGroup tiles and caches every one.
+func (p *Prover) fromSummary(ti uint64, need int) *expandedTile {
+	if br, ok := p.r.(TileBatchReader); ok && p.cache.room() >= SummaryGroup {
+		from := ti &^ (SummaryGroup - 1)
+		sums, err := br.ReadTiles(SummaryTileLevel, from, SummaryGroup)
+		if err == nil && len(sums) == SummaryGroup {
+			var x *expandedTile
+			for i, data := range sums {
+				y := summaryTile(data)
+				if y == nil {
+					continue
+				}
+				if from+uint64(i) == ti {
+					x = y
+					continue // the caller adds it
+				}
+				p.cache.add(tileKey{0, from + uint64(i)}, y)
+			}
+			if x != nil && x.width >= need {
+				return x
+			}
+			return nil
+		}
+	}
+	data, err := p.r.ReadTile(SummaryTileLevel, ti)
+	if err != nil {
+		return nil
+	}
+	if x := summaryTile(data); x != nil && x.width >= need {
+		return x
+	}
+	return nil
+}
+
+// summaryTile expands a stored summary tile, or returns nil if data is
+// not one (absent or malformed).
+func summaryTile(data []byte) *expandedTile {
+	if len(data) == 0 || len(data)%HashSize != 0 || len(data) > SummaryTileSize {
+		return nil
+	}
+	return expandSummary(data)
+}
+
+// expandSummary returns the expanded tile (sub-levels summaryLevel up) of
+// a level-0 tile whose summary tile is data (1 to 4 hashes).
+func expandSummary(data []byte) *expandedTile {
+	n := len(data) / HashSize
+	x := &expandedTile{width: n << summaryLevel, lo: summaryLevel, h: make([]Hash, 2*TileWidth>>summaryLevel-1)}
+	level := x.h[:n]
+	for i := range level {
+		level[i] = Hash(data[i*HashSize:])
+	}
+	for s := uint64(summaryLevel + 1); s <= TileHeight; s++ {
+		up := x.h[x.levelOffset(s):][:n>>(s-summaryLevel)]
+		for i := range up {
+			up[i] = NodeHash(level[2*i], level[2*i+1])
+		}
+		level = up
+	}
+	return x
 }
 
 // tileMemo remembers the few tiles one computation has used, so that each

@@ -11,11 +11,15 @@ import (
 type rangeTiles struct {
 	m            memTiles
 	whole, parts atomic.Int64
-	trim         int // if > 0, ReadTileRange returns at most trim hashes (a broken reader)
+	whole0       atomic.Int64 // whole reads of level-0 tiles
+	trim         int          // if > 0, ReadTileRange returns at most trim hashes (a broken reader)
 }
 
 func (r *rangeTiles) ReadTile(level, index uint64) ([]byte, error) {
 	r.whole.Add(1)
+	if level == 0 {
+		r.whole0.Add(1)
+	}
 	return r.m.ReadTile(level, index)
 }
 

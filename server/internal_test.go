@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 )
 
@@ -90,6 +91,29 @@ func TestMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestHashStrings: hashStrings encodes each hash as merkle.Hash.String
+// does, in three allocations however many hashes (an answer's proof).
+func TestHashStrings(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 24, 40} {
+		hs := make([]merkle.Hash, n)
+		for i := range hs {
+			hs[i] = merkle.LeafHash([]byte{byte(i), byte(n)})
+		}
+		got := hashStrings(hs)
+		if len(got) != n {
+			t.Fatalf("%d hashes: %d strings", n, len(got))
+		}
+		for i, h := range hs {
+			if got[i] != h.String() {
+				t.Fatalf("%d hashes: string %d is %q, want %q", n, i, got[i], h.String())
+			}
+		}
+		if a := testing.AllocsPerRun(20, func() { hashStrings(hs) }); a > 3 {
+			t.Errorf("%d hashes: %.0f allocations, want at most 3", n, a)
 		}
 	}
 }

@@ -90,6 +90,9 @@ type Capabilities struct {
 	Prefer Preferrer
 	// DedupBatch looks up a whole batch's dedup hashes in one round trip.
 	DedupBatch DedupBatcher
+	// TileBatch reads consecutive tiles of one level in one round trip
+	// (the prover's level-0 tile summaries, 64 at a time).
+	TileBatch TileBatcher
 	// Damaged, when set, reports what a read-write open would lose that
 	// the store holds (Badger: committed transactions past a cut in its
 	// write-ahead log, seen by a read-only open); empty when nothing.
@@ -149,6 +152,15 @@ func (b *Batch) Size() uint64 { return b.From + uint64(len(b.Leaves)) }
 type Dedup struct {
 	Hash  [32]byte
 	Index uint64
+}
+
+// A TileBatcher reads consecutive tiles of one level in one round trip
+// (Capabilities.TileBatch): the ledger's prover reads level-0 tile
+// summaries so, 64 at a time, where one would do.
+type TileBatcher interface {
+	// Tiles returns the stored tiles from..from+n-1 of the given level:
+	// out[i] is tile from+i, nil where none is stored.
+	Tiles(ctx context.Context, level, from uint64, n int) ([][]byte, error)
 }
 
 // Tile is a hash tile (up to 256 hashes); a tile grows in place.

@@ -65,11 +65,12 @@ Example:
 
    custody bench
    custody bench --peer tessera --json > bench.json
-   custody bench --size 10000000 --phases big
+   custody bench --size 10000000 --phases big      # 1M, then 10M, and how proofs grow
    custody bench --phases auth --cpuprofile auth.prof
    custody bench --phases auth,http --store postgres://custody@127.0.0.1:54329/custody`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "size", Local: true, Value: def.Size, Usage: "entries in the big log (proofs, bundles, open, RSS, disk)"},
+			&cli.IntFlag{Name: "growth-from", Local: true, Value: def.GrowthFrom, Usage: "with --size above it, also measure a log of this many entries first and print how proofs and bundles grow between the two (0: don't)"},
 			&cli.IntFlag{Name: "appends", Local: true, Value: def.AuthN, Usage: "authorised submissions"},
 			&cli.IntFlag{Name: "window", Local: true, Value: def.AuthWindow, Usage: "submissions each of the 32 agents keeps in flight"},
 			&cli.IntFlag{Name: "http-appends", Local: true, Value: def.HTTPN, Usage: "authorised submissions over HTTP"},
@@ -137,7 +138,7 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 	cfg := bench.Config{Dir: c.String("tmpdir"), Keep: c.Bool("keep"), Ceiling: c.Duration("ceiling"),
 		AuthN: c.Int("appends"), AuthWindow: c.Int("window"), LogOnlyN: c.Int("leaves"), Inflight: c.Int("clients"),
 		HTTPN: c.Int("http-appends"), HTTPClients: c.Int("http-clients"),
-		Size: c.Int("size"), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
+		Size: c.Int("size"), GrowthFrom: growthFrom(c.Int("growth-from")), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
 		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter, Store: c.String("store")}
 	if cfg.Store != "" && !ledger.IsStoreURL(cfg.Store) {
 		return usage(c, "--store %q: want a postgres:// URL", cfg.Store)
@@ -178,6 +179,15 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(c.Root().Writer, "\nkept %s\n", r.Params.Dir)
 	}
 	return nil
+}
+
+// growthFrom maps the --growth-from flag to bench.Config.GrowthFrom: 0 or
+// less, none.
+func growthFrom(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // childMeasure measures the big log in a child process running this same

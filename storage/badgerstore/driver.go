@@ -36,5 +36,5 @@ func openDriver(_ context.Context, dir string, o storage.OpenOptions) (storage.S
 // can name its damaged files (Diagnose), and a read-only store can tell
 // what a read-write open would cut (Damaged).
 func (s *Store) Capabilities() storage.Capabilities {
-	return storage.Capabilities{Damaged: s.Damaged, Diagnose: s.Diagnose}
+	return storage.Capabilities{Damaged: s.Damaged, Diagnose: s.Diagnose, TileBatch: s}
 }

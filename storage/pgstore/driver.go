@@ -37,5 +37,5 @@ func openDriver(ctx context.Context, url string, o storage.OpenOptions) (storage
 // commit of unknown outcome (Settle), and a batch's dedup lookups are one
 // round trip (DedupBatch).
 func (s *Store) Capabilities() storage.Capabilities {
-	return storage.Capabilities{Lease: s, Watch: s, Settle: s, Prefer: s, DedupBatch: s}
+	return storage.Capabilities{Lease: s, Watch: s, Settle: s, Prefer: s, DedupBatch: s, TileBatch: s}
 }

@@ -401,6 +401,40 @@ func (s *Store) TileRange(ctx context.Context, level, index uint64, from, to int
 	return v, err
 }
 
+// Tiles returns tiles from..from+n-1 of a level (nil where none is
+// stored), in one query.
+func (s *Store) Tiles(ctx context.Context, level, from uint64, n int) ([][]byte, error) {
+	out := make([][]byte, n)
+	if n <= 0 {
+		return out[:0], nil
+	}
+	ctx, end := s.bound(ctx)
+	defer end()
+	rows, err := s.pool.Query(ctx, "SELECT idx, data FROM custody_tiles WHERE level = $1 AND idx >= $2 AND idx < $3",
+		int16(level), int64(from), int64(from)+int64(n))
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var idx int64
+		var data []byte
+		if err := rows.Scan(&idx, &data); err != nil {
+			return nil, s.wrap(err)
+		}
+		if i := uint64(idx) - from; idx >= 0 && i < uint64(n) {
+			if data == nil {
+				data = []byte{}
+			}
+			out[i] = data
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(err)
+	}
+	return out, nil
+}
+
 // Record returns an authority record, or nil.
 func (s *Store) Record(ctx context.Context, key string) ([]byte, error) {
 	return s.bytes(ctx, "SELECT value FROM custody_records WHERE key = $1", []byte(key))

@@ -282,6 +282,13 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		if _, err := w.L.EntryBundle(0, 256); err != nil {
 			t.Fatal(err)
 		}
+		// The summary of tile 0 (merkle.SummaryTileLevel) was stored with
+		// it: its first hash is the root of leaves 0..63.
+		if sum, err := w.L.Tile(merkle.SummaryTileLevel, 0, 4); err != nil {
+			t.Fatalf("the summary of tile 0: %v", err)
+		} else if r64, err := w.L.RootAt(64); err != nil || merkle.Hash(sum[:merkle.HashSize]) != r64 {
+			t.Fatalf("the summary of tile 0 starts with %x, the root at 64 is %x (%v)", sum[:merkle.HashSize], r64, err)
+		}
 		if _, err := w.L.EntryBundle(head.Size/256, int(head.Size%256)+1); err == nil {
 			t.Fatal("an entry bundle past the head was served")
 		}

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -234,6 +235,18 @@ func Store(t *testing.T, opener Opener) {
 			}
 			if v, err := s.TileRange(ctx, 2, 0, 0, 1); err != nil || v != nil {
 				t.Fatalf("tile range 2/0: %x, %v", v, err)
+			}
+			if b := s.Capabilities().TileBatch; b != nil {
+				// Consecutive tiles of one level, none of another.
+				if v, err := b.Tiles(ctx, 0, 0, 3); err != nil || len(v) != 3 || !bytes.Equal(v[0], tile) || v[1] != nil || v[2] != nil {
+					t.Fatalf("tiles 0/0..2: %d, %v", len(v), err)
+				}
+				if v, err := b.Tiles(ctx, 1, 1, 4); err != nil || len(v) != 4 || len(v[0]) != 64 || len(v[1]) != 96 || v[2] != nil || v[3] != nil {
+					t.Fatalf("tiles 1/1..4: %d, %v", len(v), err)
+				}
+				if v, err := b.Tiles(ctx, 1, 3, 5); err != nil || len(v) != 5 || slices.ContainsFunc(v, func(x []byte) bool { return x != nil }) {
+					t.Fatalf("tiles 1/3..7: %v, %v", v, err)
+				}
 			}
 			if v, err := s.Record(ctx, "k/shared"); err != nil || string(v) != "2" {
 				t.Fatalf("record k/shared: %q, %v", v, err)
