@@ -52,8 +52,8 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			e, err := a.entry("receipt", c.String("receipt"), statement.Receipt)
+			defer a.Close()
+			e, err := a.Entry("--receipt", c.String("receipt"), statement.Receipt)
 			if err != nil {
 				return err
 			}

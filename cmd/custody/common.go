@@ -3,24 +3,19 @@ package main
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/custodylog/custody/internal/textsafe"
 	"io"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/custodylog/custody/internal/textsafe"
+
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 
-	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
 
@@ -107,87 +102,6 @@ func utf16Surrogates(r rune) (rune, rune) {
 // safeText returns s for a line of human output: dangerous runes and
 // invalid UTF-8 are escaped (\n, \u202e, \xff), everything else is kept.
 func safeText(s string) string { return textsafe.Text(s) }
-
-// canonicalSet sorts and deduplicates a set of patterns given on the
-// command line; nil when empty (an absent set).
-func canonicalSet(vals []string) []string {
-	if len(vals) == 0 {
-		return nil
-	}
-	out := slices.Clone(vals)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// optionalSet is canonicalSet for step_ids and principals, where ["*"]
-// means the same as absent and is written absent (DESIGN §3).
-func optionalSet(vals []string) []string {
-	s := canonicalSet(vals)
-	if len(s) == 1 && s[0] == "*" {
-		return nil
-	}
-	return s
-}
-
-// parseAmounts reads repeated key=N flags (limits, reservations) into a
-// map; nil when none were given.
-func parseAmounts(flag string, vals []string) (map[string]int64, error) {
-	if len(vals) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]int64, len(vals))
-	for _, v := range vals {
-		k, n, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want key=N, like budget_usd=800", flag, v)
-		}
-		x, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || x < 0 || x > scope.MaxInt {
-			return nil, fmt.Errorf("--%s %q: %q is not an integer in 0..%d", flag, v, n, int64(scope.MaxInt))
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--%s: key %q given twice", flag, k)
-		}
-		m[k] = x
-	}
-	return m, nil
-}
-
-// parsePairs reads repeated key=value flags (side effects); nil when none.
-func parsePairs(flag string, vals []string) (map[string]string, error) {
-	if len(vals) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(vals))
-	for _, v := range vals {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want key=value, like booking_ref=XK42", flag, v)
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--%s: key %q given twice", flag, k)
-		}
-		m[k] = val
-	}
-	return m, nil
-}
-
-// seconds converts a duration flag to whole, positive seconds.
-func seconds(flag string, d time.Duration) (int64, error) {
-	if d <= 0 || d%time.Second != 0 {
-		return 0, fmt.Errorf("--%s %s: want a positive whole number of seconds, like 15m or 90s", flag, d)
-	}
-	return int64(d / time.Second), nil
-}
-
-// newID returns a fresh statement id: <prefix>_<8 random hex digits>.
-func newID(prefix string) string {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return prefix + "_" + hex.EncodeToString(b[:])
-}
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/author"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/publish"
@@ -74,10 +75,10 @@ Example:
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
 			}
-			if o.ClockSkewSeconds, err = seconds("clock-skew", c.Duration("clock-skew")); err != nil {
+			if o.ClockSkewSeconds, err = author.Seconds("clock-skew", c.Duration("clock-skew")); err != nil {
 				return usage(c, "%v", err)
 			}
-			if o.MaxTTLSeconds, err = seconds("max-ttl", c.Duration("max-ttl")); err != nil {
+			if o.MaxTTLSeconds, err = author.Seconds("max-ttl", c.Duration("max-ttl")); err != nil {
 				return usage(c, "%v", err)
 			}
 			adminFile := filepath.Join(dir, ledger.AdminKeyFile)

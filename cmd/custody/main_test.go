@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/internal/author"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 )
@@ -345,10 +346,10 @@ func (e *ledgerEnv) run(code int, args ...string) result {
 }
 
 // decision runs an authoring command with --json and decodes its answer.
-func (e *ledgerEnv) decision(code int, args ...string) decisionInfo {
+func (e *ledgerEnv) decision(code int, args ...string) author.Outcome {
 	e.t.Helper()
 	r := e.run(code, append(args, "--json")...)
-	var d decisionInfo
+	var d author.Outcome
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		e.t.Fatalf("%v: %v\n%s", args, err, r.stdout)
 	}
