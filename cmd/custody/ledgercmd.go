@@ -1,24 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/publish"
@@ -179,22 +175,6 @@ type initInfo struct {
 	Size             uint64 `json:"size"`
 }
 
-// maxLine bounds one line of append's input, well above the largest
-// submission the ledger reads.
-const maxLine = 4 << 20
-
-// appendLine is append's --json output for one envelope.
-type appendLine struct {
-	Line           int     `json:"line"`
-	Verdict        string  `json:"verdict"` // accepted, held, denied, refused
-	Index          *uint64 `json:"index,omitempty"`
-	ExpiresAt      string  `json:"expires_at,omitempty"` // held: the approval deadline
-	ReasonCode     string  `json:"reason_code,omitempty"`
-	Reason         string  `json:"reason,omitempty"`
-	Duplicate      bool    `json:"duplicate,omitempty"`
-	CheckpointSize uint64  `json:"checkpoint_size,omitempty"`
-}
-
 func appendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "append",
@@ -252,7 +232,25 @@ Example:
 			if isTerminal(c.Root().ErrWriter) && !isTerminal(c.Root().Writer) && (total < 0 || total > 1<<20) {
 				bar = &progress{w: c.Root().ErrWriter}
 			}
-			bad, err := appendAll(ctx, l, in, n, c.Root().Writer, c.Bool("json"), bar)
+			src, w, count := submit.NewInput(in, total), c.Root().Writer, 0
+			bad, err := submit.All(ctx, l, src, int(n), func(a submit.Answer) error {
+				count++
+				if c.Bool("json") {
+					b, err := json.Marshal(a)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "%s\n", jsonSafe(b))
+				} else {
+					fmt.Fprintln(w, appendText(a))
+				}
+				if pct := src.Percent(); pct >= 0 {
+					bar.show(false, "appended %d envelopes (%d%% of the input)", count, pct)
+				} else {
+					bar.show(false, "appended %d envelopes", count)
+				}
+				return nil
+			})
 			bar.clear()
 			if err != nil {
 				return fmt.Errorf("append: %w", err)
@@ -265,25 +263,11 @@ Example:
 	}
 }
 
-// countingReader counts bytes read, for progress.
-type countingReader struct {
-	r     io.ReadCloser
-	n     atomic.Int64
-	total int64 // -1 if unknown
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-func (c *countingReader) Close() error { return c.r.Close() }
-
 // openInput opens FILE or standard input and returns its size if known
 // (-1 otherwise).
-func openInput(c *cli.Command, name string) (*countingReader, int64, error) {
+func openInput(c *cli.Command, name string) (io.ReadCloser, int64, error) {
 	if name == "-" {
-		return &countingReader{r: io.NopCloser(c.Root().Reader), total: -1}, -1, nil
+		return io.NopCloser(c.Root().Reader), -1, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -293,129 +277,10 @@ func openInput(c *cli.Command, name string) (*countingReader, int64, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	return &countingReader{r: f, total: size}, size, nil
+	return f, size, nil
 }
 
-// submission is one envelope in flight.
-type submission struct {
-	line int
-	res  *ledger.Result
-	err  error
-	done chan struct{}
-}
-
-// appendAll submits every envelope of in with at most n in flight, prints
-// the answers in input order, and returns how many were denied or refused.
-// With n = 1 each envelope is submitted only after the previous one was
-// answered, so the log's order is the input's.
-// orderedWindow is how many envelopes a local append keeps in flight while
-// keeping their order.
-const orderedWindow = 512
-
-func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
-	// A local ledger sequences submissions in the order one goroutine makes
-	// them, so the reader submits them itself, in input order, and keeps a
-	// window in flight: ordered and batched. A server gets n at a time.
-	local, isLocal := l.(interface {
-		Submit(context.Context, []byte) (*ledger.Pending, error)
-	})
-	if isLocal && n == 1 {
-		n = orderedWindow
-	}
-	queue := make(chan *submission, n)
-	sem := make(chan struct{}, n)
-	var readErr error
-	go func() {
-		defer close(queue)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
-		for line := 1; sc.Scan(); line++ {
-			data := bytes.TrimSpace(sc.Bytes())
-			if len(data) == 0 {
-				continue
-			}
-			data = bytes.Clone(data)
-			s := &submission{line: line, done: make(chan struct{})}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				readErr = ctx.Err()
-				return
-			}
-			if isLocal {
-				p, err := local.Submit(ctx, data)
-				go func() {
-					defer close(s.done)
-					if s.err = err; err == nil {
-						s.res, s.err = p.Wait(ctx)
-					}
-					<-sem
-				}()
-			} else {
-				go func() {
-					defer close(s.done)
-					s.res, s.err = l.Append(ctx, data)
-					<-sem
-				}()
-			}
-			queue <- s
-		}
-		if err := sc.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				err = fmt.Errorf("a line is longer than %d bytes", maxLine)
-			}
-			readErr = err
-		}
-	}()
-	bad, count := 0, 0
-	var firstErr error
-	for s := range queue {
-		<-s.done
-		count++
-		out := appendLine{Line: s.line}
-		var de *authority.DecisionError
-		switch {
-		case s.err == nil:
-			idx := s.res.Index
-			out.Index, out.Verdict, out.Duplicate, out.CheckpointSize = &idx, s.res.Verdict.String(), s.res.Duplicate, s.res.Head.Size
-			out.ReasonCode, out.Reason = string(s.res.Code), s.res.Reason
-			if s.res.Verdict == authority.Accepted && s.res.Hold != nil {
-				out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(s.res.Hold.ExpiresAt)
-			}
-		case errors.As(s.err, &de):
-			out.Verdict, out.ReasonCode, out.Reason = "refused", string(de.Code), de.Reason
-		default:
-			// Storage failure, closed ledger, interrupted: stop here.
-			if firstErr == nil {
-				firstErr = fmt.Errorf("line %d: %w", s.line, s.err)
-			}
-			continue
-		}
-		if out.Verdict != "accepted" && out.Verdict != "held" {
-			bad++
-		}
-		if asJSON {
-			b, err := json.Marshal(out)
-			if err != nil {
-				return bad, err
-			}
-			fmt.Fprintf(w, "%s\n", jsonSafe(b))
-		} else {
-			fmt.Fprintln(w, appendText(out))
-		}
-		if in.total > 0 {
-			bar.show(false, "appended %d envelopes (%d%% of the input)", count, in.n.Load()*100/in.total)
-		} else {
-			bar.show(false, "appended %d envelopes", count)
-		}
-	}
-	if firstErr != nil {
-		return bad, firstErr
-	}
-	return bad, readErr
-}
-
-func appendText(o appendLine) string {
+func appendText(o submit.Answer) string {
 	dup := ""
 	if o.Duplicate {
 		dup = " (duplicate: decided before)"

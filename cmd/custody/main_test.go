@@ -16,6 +16,7 @@ import (
 
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 )
@@ -583,9 +584,9 @@ func TestAppend(t *testing.T) {
 	if res.code != 3 {
 		t.Fatalf("append again: %+v", res)
 	}
-	var verdicts []appendLine
+	var verdicts []submit.Answer
 	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		var a appendLine
+		var a submit.Answer
 		if err := json.Unmarshal([]byte(l), &a); err != nil {
 			t.Fatal(err)
 		}
@@ -613,7 +614,7 @@ func TestAppend(t *testing.T) {
 	os.WriteFile(path, []byte(strings.Join(many, "\n")), 0o644)
 	r = e.run(0, "append", "--parallel", "6", "--json", path)
 	for i, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var a appendLine
+		var a submit.Answer
 		if err := json.Unmarshal([]byte(l), &a); err != nil || a.Verdict != "accepted" || a.Line != i+1 {
 			t.Fatalf("parallel append line %d: %q, %v", i, l, err)
 		}
