@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/ledger"
@@ -92,9 +93,9 @@ Example:
    custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --verifier-key)"`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
-			locFlag(locTiles, "audit an exported log in this `FOLDER` (or at this http(s) URL) instead of a ledger"),
-			locFlag(locLedger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
+			locFlag(location.Store, ""),
+			locFlag(location.Tiles, "audit an exported log in this `FOLDER` (or at this http(s) URL) instead of a ledger"),
+			locFlag(location.Ledger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles, and with --ledger the server's own is used on first use"),
 			&cli.IntFlag{Name: "max-flags", Value: 100, Usage: "list at most this many flags (all are counted)"},
 			policyFlag(),
@@ -114,23 +115,23 @@ Example:
 			if err != nil {
 				return err
 			}
-			switch loc.kind {
-			case locTiles:
+			switch loc.Kind {
+			case location.Tiles:
 				vkey, err := verifierKeyArg(c, "log-key")
 				if err != nil {
 					return err
 				}
-				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc.value)
-			case locLedger:
+				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc.Value)
+			case location.Ledger:
 				vkey, err := optionalLogKey(c)
 				if err != nil {
 					return err
 				}
-				cl, err := remotelog.Client(ctx, loc.value, vkey, 4)
+				cl, err := remotelog.Client(ctx, loc.Value, vkey, 4)
 				if err != nil {
 					return fmt.Errorf("audit: %w", err)
 				}
-				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.value)
+				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.Value)
 			default:
 				if policy != nil {
 					return usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/demo"
+	"github.com/custodylog/custody/internal/location"
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
@@ -36,7 +37,7 @@ Example:
 
    custody demo --dir /tmp/custody-demo`,
 		Flags: []cli.Flag{
-			locFlag(locDir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
+			locFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
 			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
 			jsonFlag(),
 		},
@@ -48,9 +49,9 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
-			if loc.from != "--dir" {
-				base := loc.value
+			dir := loc.Value
+			if loc.From != "--dir" {
+				base := loc.Value
 				dir = filepath.Join(base, "demo-"+time.Now().UTC().Format("20060102-150405"))
 				// Two demos in the same second get their own folders.
 				for n := 2; ; n++ {

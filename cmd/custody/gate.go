@@ -18,6 +18,7 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/location"
 )
 
 func init() { register(gateCommand) }
@@ -121,7 +122,7 @@ Example:
      --key agent.pem --grant confirm_42 --config gate.json \
      -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
 		Flags: []cli.Flag{
-			locFlag(locLedger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
+			locFlag(location.Ledger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it"),
 			&cli.StringFlag{Name: "key", Usage: "the agent's private key `FILE` (PKCS#8 PEM; the grant's grantee)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_KEY")},
 			&cli.StringFlag{Name: "grant", Usage: "the `ID` of the CONFIRM or DELEGATE the agent acts under", Sources: cli.EnvVars("CUSTODY_GRANT")},
@@ -144,7 +145,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	if k, _ := logKeyArg(c); k == "" {
-		return usage(c, "--log-key is required ($%s)", logKeyEnv)
+		return usage(c, "--log-key is required ($%s)", location.LogKeyEnv)
 	}
 	for _, f := range []string{"key", "grant", "config"} {
 		if c.String(f) == "" {
@@ -173,7 +174,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 	stderr := c.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "custody gate")
 
-	g, err := startGate(ctx, c, loc.value, ups, logger, stderr)
+	g, err := startGate(ctx, c, loc.Value, ups, logger, stderr)
 	if err != nil {
 		if addr != "" {
 			return err
@@ -191,7 +192,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer g.Close()
-	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", loc.value)
+	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", loc.Value)
 	if m := c.String("metrics"); m != "" {
 		ln, err := net.Listen("tcp", m)
 		if err != nil {

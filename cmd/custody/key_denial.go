@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
 )
@@ -40,7 +41,7 @@ Example:
    custody key rotate-denial --dir ./custody-data --admin-key ./custody-data/keys/admin.key`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "admin-key", Usage: "the admin's private key file (it signs the log_key statement)", Required: true, TakesFile: true},
 			&cli.StringFlag{Name: "new-key", Usage: "the new DENIAL key's private key file (default: generate keys/denial-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
@@ -54,7 +55,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
+			dir := loc.Value
 			admin, err := readPrivateKey(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("key rotate-denial: --admin-key: %w", err)

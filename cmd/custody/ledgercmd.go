@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
@@ -48,7 +49,7 @@ Example:
    custody init --store postgres://custody@db/custody --log payments --origin example.com/payments`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -66,7 +67,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
+			dir := loc.Value
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
@@ -88,8 +89,8 @@ Example:
 				// A log in a database keeps only what its servers need
 				// there; the admin key goes to a file here, to keep offline.
 				adminFile = "custody-admin.key"
-				if loc.log != "" {
-					adminFile = "custody-admin-" + loc.log + ".key"
+				if loc.Log != "" {
+					adminFile = "custody-admin-" + loc.Log + ".key"
 				}
 				_, priv, err := sign.GenerateKey()
 				if err != nil {
@@ -135,7 +136,7 @@ Example:
 				return err
 			}
 			maxDepth, skew, maxTTL := gd.Params()
-			out := initInfo{Dir: dir, Log: loc.log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
+			out := initInfo{Dir: dir, Log: loc.Log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
 				AdminKeyFile: adminFile, AdminKeyID: sign.KeyID(adminPub), LogKeyFile: logFile,
 				MaxDepth: maxDepth, ClockSkewSeconds: skew, MaxTTLSeconds: maxTTL, Size: l.Head().Size}
 			if c.Bool("json") {
@@ -149,7 +150,7 @@ Example:
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
 			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
-			where := "--" + string(loc.kind)
+			where := "--" + string(loc.Kind)
 			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", where, dir, adminFile)
 			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
 			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", where, dir)
@@ -455,14 +456,14 @@ Example:
 			if c.Bool("verifier-key") && !c.Bool("json") {
 				// The key comes from the config and key files alone, so
 				// that it prints from a damaged folder too.
-				if loc, err := resolveLocation(c); err == nil && loc.kind == locDir {
+				if loc, err := resolveLocation(c); err == nil && loc.Kind == location.Dir {
 					if _, err := args(c, 0, 0, ""); err != nil {
 						return err
 					}
-					vk, err := ledger.FolderVerifierKey(loc.value, ledger.Options{
-						Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+					vk, err := ledger.FolderVerifierKey(loc.Value, ledger.Options{
+						Passphrase: sign.Passphrase("passphrase for the log key of " + loc.Value + ": ")})
 					if err != nil {
-						return fmt.Errorf("reading the verifier key%s: %w", loc.why(), err)
+						return fmt.Errorf("reading the verifier key%s: %w", loc.Why(), err)
 					}
 					_, err = fmt.Fprintln(c.Root().Writer, vk)
 					return err
@@ -667,7 +668,7 @@ Example:
    AWS_ENDPOINT_URL_S3=http://127.0.0.1:7070 custody export --dir ./custody-data --tiles s3://logs/prod`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write, or an s3://BUCKET/PREFIX to publish to", Required: true, TakesFile: true},
 			jsonFlag(),
 		},

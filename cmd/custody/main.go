@@ -38,6 +38,7 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/internal/exitcode"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/storage"
 )
@@ -261,7 +262,7 @@ func configure(cmd *cli.Command, path string) {
 	}
 	cmd.DisableSliceFlagSeparator = true
 	if kinds := locationKinds(cmd); len(kinds) > 0 {
-		if (slices.Contains(kinds, locStore) || slices.Contains(kinds, locLedger)) && !hasFlag(cmd, "log") {
+		if (slices.Contains(kinds, location.Store) || slices.Contains(kinds, location.Ledger)) && !hasFlag(cmd, "log") {
 			cmd.Flags = append(cmd.Flags, logFlag())
 		}
 		heading := whereCategory(kinds)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/replay"
@@ -71,15 +72,15 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch loc.kind {
-	case locLedger:
+	switch loc.Kind {
+	case location.Ledger:
 		return remoteReplaySource(c, loc)
-	case locBundle:
+	case location.Bundle:
 		vkey, err := verifierKeyArg(c, "log-key")
 		if err != nil {
 			return nil, err
 		}
-		return fileSource{path: loc.value, vkey: vkey}, nil
+		return fileSource{path: loc.Value, vkey: vkey}, nil
 	}
 	if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
@@ -157,9 +158,9 @@ Example:
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
-			locFlag(locLedger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
-			locFlag(locBundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
+			locFlag(location.Store, ""),
+			locFlag(location.Ledger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
+			locFlag(location.Bundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
 			&cli.StringFlag{Name: "workflow", Usage: "the workflow to replay (with --bundle: checked against the bundle's)"},
 			logKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			jsonFlag(),

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/verify"
 )
@@ -14,8 +15,8 @@ import (
 // custody replay --ledger URL: the workflow's bundle comes from a server.
 // It is verified exactly as a local or file bundle is, so the server is
 // trusted for nothing.
-func remoteReplaySource(c *cli.Command, loc location) (workflowSource, error) {
-	url := loc.value
+func remoteReplaySource(c *cli.Command, loc location.Location) (workflowSource, error) {
+	url := loc.Value
 	vkey, err := optionalLogKey(c)
 	if err != nil {
 		return nil, err

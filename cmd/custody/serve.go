@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/console"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
@@ -142,7 +143,7 @@ Example:
    custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
 			&cli.IntFlag{Name: "max-inflight", Value: 1024, Usage: "appends decided at once; more are answered 503 at once"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "a PEM certificate file: serve HTTPS", TakesFile: true},
@@ -224,7 +225,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if !storage.IsURL(loc.value) {
+			if !storage.IsURL(loc.Value) {
 				lopts.StoreOptions = folderOpts
 			}
 			names, prefer, err := serveLogNames(ctx, c, loc)

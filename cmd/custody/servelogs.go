@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/server"
@@ -26,14 +27,14 @@ import (
 // serveLogNames returns the logs serve serves when it serves several
 // (--log, --all-logs, $CUSTODY_LOG), or nil for the one log of its
 // location, at / as ever; and the logs it prefers to sequence.
-func serveLogNames(ctx context.Context, c *cli.Command, loc location) (names, prefer []string, err error) {
+func serveLogNames(ctx context.Context, c *cli.Command, loc location.Location) (names, prefer []string, err error) {
 	typed := c.StringSlice("log")
 	all := c.Bool("all-logs")
 	prefer = c.StringSlice("prefer")
 	from := "--log"
 	if len(typed) == 0 && !all {
-		if v := os.Getenv(logEnv); v != "" && v != pgstore.DefaultLog {
-			typed, from = []string{v}, "$"+logEnv
+		if v := os.Getenv(location.LogEnv); v != "" && v != pgstore.DefaultLog {
+			typed, from = []string{v}, "$"+location.LogEnv
 		}
 	}
 	if len(typed) == 0 && !all {
@@ -45,7 +46,7 @@ func serveLogNames(ctx context.Context, c *cli.Command, loc location) (names, pr
 	switch {
 	case all && len(typed) > 0:
 		return nil, nil, usage(c, "--all-logs and --log %s: give one", strings.Join(typed, " --log "))
-	case loc.kind != locStore:
+	case loc.Kind != location.Store:
 		what := "--log " + strings.Join(typed, " --log ")
 		if all {
 			what = "--all-logs"
@@ -54,14 +55,14 @@ func serveLogNames(ctx context.Context, c *cli.Command, loc location) (names, pr
 			what = from + "=" + typed[0]
 		}
 		return nil, nil, usage(c, "%s: a data folder (%s%s) holds one log; logs with names are in a PostgreSQL database (--store postgres://...)",
-			what, loc.from, loc.why())
+			what, loc.From, loc.Why())
 	case c.String("witness-policy") != "":
 		return nil, nil, usage(c, "--witness-policy serves one log's witnesses: run a server per log to have their checkpoints witnessed")
 	}
 	if all {
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		logs, err := pgstore.ListLogs(lctx, loc.value)
+		logs, err := pgstore.ListLogs(lctx, loc.Value)
 		if err != nil {
 			return nil, nil, fmt.Errorf("serve --all-logs: %w", err)
 		}
@@ -69,7 +70,7 @@ func serveLogNames(ctx context.Context, c *cli.Command, loc location) (names, pr
 			typed = append(typed, li.Name)
 		}
 		if len(typed) == 0 {
-			base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.value))
+			base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.Value))
 			return nil, nil, fmt.Errorf("serve --all-logs: the database at %s holds no log (custody init --store URL --log NAME --origin ORIGIN creates one)", base)
 		}
 	}
@@ -100,7 +101,7 @@ type servedLog struct {
 
 // serveLogs serves the logs names of the database at loc on ln, each
 // with its own ledger, lease loop and publisher, until ctx ends.
-func serveLogs(ctx context.Context, c *cli.Command, log *slog.Logger, ln net.Listener, loc location, names, prefer []string,
+func serveLogs(ctx context.Context, c *cli.Command, log *slog.Logger, ln net.Listener, loc location.Location, names, prefer []string,
 	lopts ledger.Options, opts server.Options) (err error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -154,7 +155,7 @@ func serveLogs(ctx context.Context, c *cli.Command, log *slog.Logger, ln net.Lis
 	var def *server.Server
 	headFile := os.Getenv("CUSTODY_HEAD_FILE")
 	for _, name := range names {
-		url, err := pgstore.WithLog(loc.value, name)
+		url, err := pgstore.WithLog(loc.Value, name)
 		if err != nil {
 			ln.Close()
 			return err
@@ -174,9 +175,9 @@ func serveLogs(ctx context.Context, c *cli.Command, log *slog.Logger, ln net.Lis
 			}
 			return time.Duration(leading()) * ttl
 		}
-		lloc := location{kind: locStore, value: url, from: loc.from}
+		lloc := location.Location{Kind: location.Store, Value: url, From: loc.From}
 		if name != pgstore.DefaultLog {
-			lloc.log = name
+			lloc.Log = name
 		}
 		l, err := openLedgerAtWith(c, lloc, lo)
 		if err != nil {

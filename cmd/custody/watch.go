@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/witness"
 )
@@ -54,7 +55,7 @@ Example:
    custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
    custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
 		Flags: []cli.Flag{
-			locFlag(locLedger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
+			locFlag(location.Ledger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
@@ -69,7 +70,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			url, state := loc.value, c.String("state")
+			url, state := loc.Value, c.String("state")
 			if state == "" {
 				return usage(c, "--state FILE is required")
 			}
