@@ -16,6 +16,7 @@ import (
 	"github.com/custodylog/custody/internal/author"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/submit"
+	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/publish"
@@ -241,7 +242,7 @@ Example:
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(w, "%s\n", jsonSafe(b))
+					fmt.Fprintf(w, "%s\n", textsafe.JSON(b))
 				} else {
 					fmt.Fprintln(w, appendText(a))
 				}
@@ -424,9 +425,9 @@ func printEntry(w io.Writer, e entryInfo, size uint64) {
 		row("decision", fmt.Sprintf("denied %s%s: %s: %s", d.StatementType, id, d.ReasonCode, safeText(d.Reason)))
 		row("signer key id", d.SignerKeyID)
 	}
-	fmt.Fprintf(w, "statement:\n%s\n", prettyJSON(e.Statement))
+	fmt.Fprintf(w, "statement:\n%s\n", textsafe.PrettyJSON(e.Statement))
 	if e.Denial != nil && e.Denial.Statement != nil {
-		fmt.Fprintf(w, "denied statement:\n%s\n", prettyJSON(e.Denial.Statement))
+		fmt.Fprintf(w, "denied statement:\n%s\n", textsafe.PrettyJSON(e.Denial.Statement))
 	}
 }
 
