@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/internal/textsafe"
@@ -341,93 +341,13 @@ Example:
 			if err != nil {
 				return fmt.Errorf("get: %w", err)
 			}
-			out := describeEntry(e)
+			out := entryview.Describe(e)
 			if c.Bool("json") {
 				return writeJSON(c.Root().Writer, out)
 			}
-			printEntry(c.Root().Writer, out, l.Head().Size)
+			out.WriteText(c.Root().Writer, l.Head().Size)
 			return nil
 		},
-	}
-}
-
-// entryInfo is how get shows an entry; with --json these are the fields.
-type entryInfo struct {
-	Index          uint64          `json:"index"`
-	LoggedAt       string          `json:"logged_at"`
-	Kind           string          `json:"kind"`
-	ID             string          `json:"id"`
-	Actor          string          `json:"actor"`
-	KeyID          string          `json:"key_id"`
-	Seq            uint64          `json:"seq"`
-	Workflow       string          `json:"workflow_id,omitempty"`
-	PrevInWorkflow *uint64         `json:"prev_in_workflow,omitempty"`
-	TrustHead      uint64          `json:"trust_head"`
-	LeafHash       string          `json:"leaf_hash"`
-	Statement      json.RawMessage `json:"statement"`
-	Denial         *denialInfo     `json:"denial,omitempty"`
-}
-
-type denialInfo struct {
-	ReasonCode    string          `json:"reason_code"`
-	Reason        string          `json:"reason"`
-	StatementType string          `json:"statement_type"`
-	StatementID   string          `json:"statement_id,omitempty"`
-	SignerKeyID   string          `json:"signer_keyid"`
-	Statement     json.RawMessage `json:"denied_statement,omitempty"` // the denied payload, if it is JSON
-}
-
-func describeEntry(e *ledger.Entry) entryInfo {
-	h := e.Statement.Head()
-	out := entryInfo{Index: e.Index, LoggedAt: statement.FormatLoggedAt(e.LoggedAt), Kind: string(h.Type),
-		ID: e.Statement.ID(), Actor: h.Actor, KeyID: e.Envelope.KeyID, Seq: h.Seq, Workflow: e.Statement.WorkflowID(),
-		PrevInWorkflow: e.Prev, TrustHead: e.TrustHead, LeafHash: merkle.LeafHash(e.Leaf).String(),
-		Statement: json.RawMessage(e.Envelope.Payload)}
-	if d, ok := e.Statement.(*statement.DenialDoc); ok {
-		out.Denial = &denialInfo{ReasonCode: d.ReasonCode, Reason: d.Reason, StatementType: string(d.StatementType),
-			StatementID: d.StatementID, SignerKeyID: d.SignerKeyID}
-		if d.Envelope != nil {
-			if p, err := base64.StdEncoding.DecodeString(d.Envelope.Payload); err == nil && json.Valid(p) {
-				out.Denial.Statement = p
-			}
-		}
-	}
-	return out
-}
-
-func printEntry(w io.Writer, e entryInfo, size uint64) {
-	fmt.Fprintf(w, "entry %d of %d\n", e.Index, size)
-	row := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k, v) }
-	row("logged_at", e.LoggedAt)
-	row("kind", e.Kind)
-	row("id", safeText(e.ID))
-	row("actor", safeText(e.Actor))
-	row("key id", e.KeyID)
-	row("seq", fmt.Sprint(e.Seq))
-	if e.Workflow != "" {
-		row("workflow", safeText(e.Workflow))
-	}
-	switch {
-	case e.PrevInWorkflow != nil:
-		row("prev_in_workflow", fmt.Sprint(*e.PrevInWorkflow))
-	case e.Kind == string(statement.Genesis) || e.Kind == string(statement.Principal):
-		row("prev_in_workflow", "none (first of the trust chain)")
-	case e.Workflow != "":
-		row("prev_in_workflow", "none (first of its workflow)")
-	}
-	row("trust_head", fmt.Sprint(e.TrustHead))
-	row("leaf hash", e.LeafHash)
-	if d := e.Denial; d != nil {
-		id := ""
-		if d.StatementID != "" {
-			id = " " + safeText(d.StatementID)
-		}
-		row("decision", fmt.Sprintf("denied %s%s: %s: %s", d.StatementType, id, d.ReasonCode, safeText(d.Reason)))
-		row("signer key id", d.SignerKeyID)
-	}
-	fmt.Fprintf(w, "statement:\n%s\n", textsafe.PrettyJSON(e.Statement))
-	if e.Denial != nil && e.Denial.Statement != nil {
-		fmt.Fprintf(w, "denied statement:\n%s\n", textsafe.PrettyJSON(e.Denial.Statement))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
@@ -390,7 +391,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entry entryInfo
+	var entry entryview.Entry
 	if err := json.Unmarshal([]byte(e.run(0, "get", "--id", "rcpt_1", "--json").stdout), &entry); err != nil {
 		t.Fatal(err)
 	}
@@ -521,8 +522,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func mustEntry(t *testing.T, e *ledgerEnv, index string) entryInfo {
-	var entry entryInfo
+func mustEntry(t *testing.T, e *ledgerEnv, index string) entryview.Entry {
+	var entry entryview.Entry
 	if err := json.Unmarshal([]byte(e.run(0, "get", "--index", index, "--json").stdout), &entry); err != nil {
 		t.Fatal(err)
 	}
