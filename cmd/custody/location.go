@@ -151,7 +151,9 @@ func openLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options
 	if loc.Kind != location.Dir && loc.Kind != location.Store {
 		return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
 	}
-	opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+	if opts.HeadFile == "" {
+		opts.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+	}
 	opts.Passphrase = sign.Passphrase("passphrase for the log key of " + loc.Value + ": ")
 	l, err := ledger.Open(loc.Value, opts)
 	if err != nil {
