@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -60,7 +61,7 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 			}
 		}
 	}
-	priv, err := readPrivateKey(c.String(keyFlag))
+	priv, err := keyfile.ReadPrivate(c.String(keyFlag))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
@@ -201,7 +202,7 @@ func principalCommand() *cli.Command {
 					pk.Bind(&doc)
 					keyID = pk.KeyID()
 				} else {
-					pub, _, err := loadAnyPublicKey(c.String("public-key"))
+					pub, _, err := keyfile.Public(c.String("public-key"))
 					if err != nil {
 						return fmt.Errorf("%s: --public-key: %w", c.FullName(), err)
 					}
@@ -293,7 +294,7 @@ func grantFlags() []cli.Flag {
 
 // grantFromFlags builds the grant part of a CONFIRM or DELEGATE.
 func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
-	pub, _, err := loadAnyPublicKey(c.String("grantee-key"))
+	pub, _, err := keyfile.Public(c.String("grantee-key"))
 	if err != nil {
 		return statement.Grant{}, fmt.Errorf("--grantee-key: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 )
@@ -52,7 +53,7 @@ Example:
 			if d <= 0 || d > time.Hour {
 				return usage(c, "--duration %s: want more than 0 and at most 1h", d)
 			}
-			admin, err := readPrivateKey(c.String("admin-key"))
+			admin, err := keyfile.ReadPrivate(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}

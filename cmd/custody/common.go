@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/ed25519"
 	"fmt"
 	"io"
 	"os"
@@ -11,24 +10,11 @@ import (
 
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
-
-	"github.com/custodylog/custody/sign"
 )
 
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
 }
-
-// readPrivateKey reads a PKCS#8 private key file, asking for its
-// passphrase only if it is encrypted.
-func readPrivateKey(path string) (ed25519.PrivateKey, error) {
-	if path == "" {
-		return nil, fmt.Errorf("no key file given")
-	}
-	return sign.ReadPrivateKeyFile(path, sign.Passphrase("passphrase for "+path+": "))
-}
-
-func publicOf(priv ed25519.PrivateKey) ed25519.PublicKey { return priv.Public().(ed25519.PublicKey) }
 
 // writeJSON prints v as one indented JSON document, with every character
 // a terminal would act on escaped (textsafe.WriteJSON).

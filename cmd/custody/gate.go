@@ -13,6 +13,7 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 )
 
@@ -238,7 +239,7 @@ func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate
 	if err != nil {
 		return nil, err
 	}
-	priv, err := readPrivateKey(c.String("key"))
+	priv, err := keyfile.ReadPrivate(c.String("key"))
 	if err != nil {
 		hint := ""
 		if !filepath.IsAbs(c.String("key")) {

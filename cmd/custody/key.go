@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
@@ -149,7 +148,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			pub, private, err := loadAnyPublicKey(a[0])
+			pub, private, err := keyfile.Public(a[0])
 			if err != nil {
 				return fmt.Errorf("key public: %w", err)
 			}
@@ -170,21 +169,4 @@ Example:
 			return nil
 		},
 	}
-}
-
-// loadAnyPublicKey returns the public key of a private key file, a public
-// key file, or a base64 public key; private reports which it was.
-func loadAnyPublicKey(arg string) (ed25519.PublicKey, bool, error) {
-	if data, err := os.ReadFile(arg); err == nil && bytes.Contains(data, []byte("PRIVATE KEY-----")) {
-		clear(data)
-		priv, err := readPrivateKey(arg)
-		if err != nil {
-			return nil, true, err
-		}
-		pub := publicOf(priv)
-		clear(priv)
-		return pub, true, nil
-	}
-	pub, err := sign.LoadPublicKey(arg)
-	return pub, false, err
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
@@ -56,13 +54,13 @@ Example:
 				return err
 			}
 			dir := loc.Value
-			admin, err := readPrivateKey(c.String("admin-key"))
+			admin, err := keyfile.ReadPrivate(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("key rotate-denial: --admin-key: %w", err)
 			}
 			defer clear(admin)
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
-			keyFile, generated := c.String("new-key"), ""
+			keyFile := c.String("new-key")
 			if keyFile != "" {
 				if c.Bool("encrypt") {
 					return usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
@@ -71,32 +69,13 @@ Example:
 					return err
 				}
 			} else {
-				if _, err := os.Stat(filepath.Join(dir, "custody.json")); err != nil {
-					return fmt.Errorf("key rotate-denial: no ledger in %s: %w", dir, err)
-				}
-				for n := 2; ; n++ {
-					keyFile = fmt.Sprintf("keys/denial-%d.key", n)
-					if _, err := os.Lstat(filepath.Join(dir, keyFile)); errors.Is(err, fs.ErrNotExist) {
-						break
-					}
-				}
 				var pass []byte
-				if c.Bool("encrypt") {
-					if pass, err = sign.NewPassphrase("passphrase for " + filepath.Join(dir, keyFile) + ": ")(); err != nil {
-						return err
-					}
+				if keyFile, pass, err = keyfile.NewInFolder(dir, "denial", c.Bool("encrypt")); err != nil {
+					return fmt.Errorf("key rotate-denial: %w", err)
+				}
+				if pass != nil {
 					defer clear(pass)
 					opts.Passphrase = func() ([]byte, error) { return append([]byte(nil), pass...), nil }
-				}
-				_, priv, err := sign.GenerateKey()
-				if err != nil {
-					return err
-				}
-				generated = filepath.Join(dir, keyFile)
-				err = sign.WritePrivateKeyFile(generated, priv, pass, false)
-				clear(priv)
-				if err != nil {
-					return fmt.Errorf("key rotate-denial: writing the new key: %w", err)
 				}
 			}
 			r, err := ledger.RotateDenialKey(dir, keyFile, admin, opts)

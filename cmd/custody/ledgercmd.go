@@ -14,6 +14,7 @@ import (
 
 	"github.com/custodylog/custody/internal/author"
 	"github.com/custodylog/custody/internal/entryview"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/internal/textsafe"
@@ -82,7 +83,7 @@ Example:
 			adminFile := filepath.Join(dir, ledger.AdminKeyFile)
 			generated := false // the admin key was generated here, into a file of the current folder
 			if f := c.String("admin-key"); f != "" {
-				if o.AdminKey, err = readPrivateKey(f); err != nil {
+				if o.AdminKey, err = keyfile.ReadPrivate(f); err != nil {
 					return fmt.Errorf("init: admin key: %w", err)
 				}
 				adminFile = f
@@ -107,7 +108,7 @@ Example:
 				logFile = ledger.LogKeyFile + " (in the database)"
 			}
 			if f := c.String("log-private-key"); f != "" {
-				if o.LogKey, err = readPrivateKey(f); err != nil {
+				if o.LogKey, err = keyfile.ReadPrivate(f); err != nil {
 					return fmt.Errorf("init: log key: %w", err)
 				}
 				if logFile, err = filepath.Abs(f); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/statement"
 )
@@ -48,7 +49,7 @@ Example:
 			if note != "" {
 				fmt.Fprintf(c.Root().ErrWriter, "custody: sign: %s\n", note)
 			}
-			priv, err := readPrivateKey(c.String("key"))
+			priv, err := keyfile.ReadPrivate(c.String("key"))
 			if err != nil {
 				return fmt.Errorf("sign: %w", err)
 			}
