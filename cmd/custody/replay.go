@@ -11,76 +11,39 @@ import (
 
 	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/internal/verifycli"
-	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/internal/workflowbundle"
 	"github.com/custodylog/custody/replay"
-	"github.com/custodylog/custody/verify"
 )
 
 func init() { register(replayCommand) }
 
-// workflowSource yields a workflow's bundle and the verifier key to check
-// it with. Replay trusts neither: replay.Build verifies the bundle. New
-// sources (a remote ledger) plug in here.
-type workflowSource interface {
-	// Bundle returns the bundle of workflow wf (all its entries and the
-	// trust chain they rest on) and the log's verifier key.
-	Bundle(ctx context.Context, wf string) (*verify.Bundle, string, error)
-	Close() error
-}
-
-// localSource reads a workflow from a ledger's data folder.
-type localSource struct{ l *ledger.Ledger }
-
-func (s localSource) Bundle(_ context.Context, wf string) (*verify.Bundle, string, error) {
-	idx, err := s.l.WorkflowIndexes(wf)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := s.l.Prove(idx[len(idx)-1], true)
-	if err != nil {
-		return nil, "", fmt.Errorf("building the bundle of workflow %q: %w", wf, err)
-	}
-	// The ledger's own key: the checkpoint it signed must verify under it.
-	return b, s.l.VerifierKey(), nil
-}
-
-func (s localSource) Close() error { return s.l.Close() }
-
-// fileSource is a bundle file, checked against a key the user gives.
-type fileSource struct {
-	path, vkey string
-}
-
-func (s fileSource) Bundle(_ context.Context, wf string) (*verify.Bundle, string, error) {
-	data, err := os.ReadFile(s.path)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := verify.ParseBundle(data)
-	if err != nil {
-		return nil, "", err
-	}
-	return b, s.vkey, nil
-}
-
-func (s fileSource) Close() error { return nil }
-
 // replaySource opens where c reads the workflow from (resolveLocation).
-func replaySource(c *cli.Command) (workflowSource, error) {
+func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 	loc, err := resolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
 	switch loc.Kind {
 	case location.Ledger:
-		return remoteReplaySource(c, loc)
+		// The server is trusted for nothing: its bundle is verified as a
+		// local or file bundle is.
+		vkey, err := optionalLogKey(c)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := remotelog.Client(context.Background(), loc.Value, vkey, 4)
+		if err != nil {
+			return nil, err
+		}
+		return workflowbundle.Server(cl), nil
 	case location.Bundle:
 		vkey, err := verifierKeyArg(c, "log-key")
 		if err != nil {
 			return nil, err
 		}
-		return fileSource{path: loc.Value, vkey: vkey}, nil
+		return workflowbundle.File(loc.Value, vkey), nil
 	}
 	if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
@@ -89,7 +52,7 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localSource{l}, nil
+	return workflowbundle.Ledger(l), nil
 }
 
 // verifierKeyArg reads the log's checkpoint verifier key given as a
@@ -193,7 +156,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
-			_, fromFile := src.(fileSource)
+			fromFile := workflowbundle.IsFile(src)
 			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn"), Policy: policy, BundleFile: fromFile})
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
