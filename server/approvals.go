@@ -33,18 +33,11 @@ func HeldDoc(h *ledger.Held) api.HeldReceipt {
 		ExpiresAt: p.Hold.Deadline, Rules: holdRules(p.Hold.Rules), Chain: h.Chain, Statement: h.Entry.Envelope.Payload}
 }
 
-// getApprovals lists the receipts held now (DESIGN §7, Who sees what),
-// optionally only those a given principal name may approve, or of one
-// workflow.
-func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
-	approver, wf := r.URL.Query().Get("approver"), r.URL.Query().Get("workflow")
-	for name, v := range map[string]string{"approver": approver, "workflow": wf} {
-		if v != "" && scope.CheckIdentifier(v) != nil {
-			writeError(w, http.StatusBadRequest, api.CodeBadRequest, name+" "+strconv.Quote(v)+" is not an identifier")
-			return
-		}
-	}
-	held, err := s.l.HeldReceipts(time.Now(), maxHeldAnswer, func(p *authority.PendingRec) bool {
+// HeldList lists the receipts l holds for approval now (at most 1,000),
+// only those approver may approve when it is not "", and only of
+// workflow wf when it is not "": what GET /v1/approvals answers.
+func HeldList(l *ledger.Ledger, approver, wf string) (*api.HeldList, error) {
+	held, err := l.HeldReceipts(time.Now(), maxHeldAnswer, func(p *authority.PendingRec) bool {
 		if wf != "" && p.Workflow != wf {
 			return false
 		}
@@ -59,12 +52,30 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 		return false
 	})
 	if err != nil {
-		s.readError(w, r, err)
-		return
+		return nil, err
 	}
-	out := api.HeldList{Held: []api.HeldReceipt{}}
+	out := &api.HeldList{Held: []api.HeldReceipt{}}
 	for i := range held {
 		out.Held = append(out.Held, HeldDoc(&held[i]))
+	}
+	return out, nil
+}
+
+// getApprovals lists the receipts held now (DESIGN §7, Who sees what),
+// optionally only those a given principal name may approve, or of one
+// workflow.
+func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
+	approver, wf := r.URL.Query().Get("approver"), r.URL.Query().Get("workflow")
+	for name, v := range map[string]string{"approver": approver, "workflow": wf} {
+		if v != "" && scope.CheckIdentifier(v) != nil {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, name+" "+strconv.Quote(v)+" is not an identifier")
+			return
+		}
+	}
+	out, err := HeldList(s.l, approver, wf)
+	if err != nil {
+		s.readError(w, r, err)
+		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
