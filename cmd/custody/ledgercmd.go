@@ -21,6 +21,7 @@ import (
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/publish"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -435,15 +436,6 @@ Example:
 	}
 }
 
-type inclusionInfo struct {
-	Index      uint64   `json:"index"`
-	Size       uint64   `json:"size"`
-	LeafHash   string   `json:"leaf_hash"`
-	Root       string   `json:"root"`
-	Proof      []string `json:"proof"`
-	Checkpoint string   `json:"checkpoint,omitempty"` // when size is the latest checkpoint's
-}
-
 func proofInclusionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inclusion",
@@ -487,21 +479,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			out := inclusionInfo{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
+			out := api.Inclusion{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
 			if size == head.Size {
 				out.Checkpoint = string(head.Checkpoint)
 			}
 			return writeJSON(c.Root().Writer, out)
 		}),
 	}
-}
-
-type consistencyInfo struct {
-	From     uint64   `json:"from"`
-	To       uint64   `json:"to"`
-	FromRoot string   `json:"from_root"`
-	ToRoot   string   `json:"to_root"`
-	Proof    []string `json:"proof"`
 }
 
 func proofConsistencyCommand() *cli.Command {
@@ -542,7 +526,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			return writeJSON(c.Root().Writer, consistencyInfo{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
+			return writeJSON(c.Root().Writer, api.Consistency{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
 		}),
 	}
 }

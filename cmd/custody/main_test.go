@@ -19,6 +19,7 @@ import (
 	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 )
 
@@ -472,7 +473,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("checkpoint --json %+v, %v", ci, err)
 	}
 	for i := uint64(0); i < cp.Size; i++ {
-		var inc inclusionInfo
+		var inc api.Inclusion
 		if err := json.Unmarshal([]byte(e.run(0, "proof", "inclusion", "--index", itoa(i), "--json").stdout), &inc); err != nil {
 			t.Fatal(err)
 		}
@@ -486,7 +487,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("inclusion %d text %q, json %q", i, text, want)
 		}
 	}
-	var cons consistencyInfo
+	var cons api.Consistency
 	if err := json.Unmarshal([]byte(e.run(0, "proof", "consistency", "--from", "5", "--to", "11", "--json").stdout), &cons); err != nil {
 		t.Fatal(err)
 	}

@@ -187,23 +187,22 @@ func (r Request) check(loc Location) (Location, error) {
 // LogArg returns the log's name: typed (when set), or else $CUSTODY_LOG,
 // and what said so; "" when neither.
 func LogArg(typed string, set bool, getenv func(string) string) (name, from string) {
-	if set {
-		return typed, "--log"
-	}
-	if v := getenv(LogEnv); v != "" {
-		return v, "$" + LogEnv
-	}
-	return "", ""
+	return arg(typed, set, getenv, "--log", LogEnv)
 }
 
 // LogKeyArg returns the verifier key: typed (when set), or else
 // $CUSTODY_LOG_KEY, and what said so; "" when neither.
 func LogKeyArg(typed string, set bool, getenv func(string) string) (value, from string) {
+	return arg(typed, set, getenv, "--log-key", LogKeyEnv)
+}
+
+// arg is a flag's value when typed, else its variable's, and what said so.
+func arg(typed string, set bool, getenv func(string) string, flag, env string) (string, string) {
 	if set {
-		return typed, "--log-key"
+		return typed, flag
 	}
-	if v := getenv(LogKeyEnv); v != "" {
-		return v, "$" + LogKeyEnv
+	if v := getenv(env); v != "" {
+		return v, "$" + env
 	}
 	return "", ""
 }
