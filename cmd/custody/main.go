@@ -4,9 +4,11 @@
 // and replays what a log holds.
 //
 // The rules live in the packages it calls (statement, scope, authority,
-// ledger, merkle, verify); this command parses flags, wires packages
-// together and prints. Some logic still lives here that belongs in a
-// package of its own (see docs/ARCHITECTURE.md, "Packages").
+// ledger, merkle, verify), and what each command does in a package tested
+// on its own (internal/author, internal/submit, internal/location,
+// internal/serving, ...: docs/ARCHITECTURE.md, "Where the CLI reads and
+// writes"). This command defines the flags and their help, turns flags
+// into package calls, prints, and maps errors to exit codes.
 //
 // # Exit codes
 //
