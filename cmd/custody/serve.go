@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -296,13 +296,10 @@ func witnessOptions(c *cli.Command, opts *server.Options) error {
 	if err != nil {
 		return fmt.Errorf("--witness-policy: %w", err)
 	}
-	if p.None() {
-		return usage(c, "--witness-policy %s: its quorum is none, so there is nothing to send to witnesses", file)
-	}
-	for _, w := range p.Required() {
-		if w.URL == "" {
-			return fmt.Errorf("--witness-policy %s: witness %s has no URL: the log needs one to send it checkpoints (witness NAME VKEY URL)", file, w.Name)
-		}
+	if err := serving.CheckWitnessPolicy(p); errors.Is(err, serving.ErrQuorumNone) {
+		return usage(c, "--witness-policy %s: %v", file, err)
+	} else if err != nil {
+		return fmt.Errorf("--witness-policy %s: %w", file, err)
 	}
 	if d := c.Duration("witness-timeout"); d <= 0 || d > 10*time.Minute {
 		return usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
@@ -333,13 +330,13 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 	if file == "" {
 		return usage(c, "--approval-webhook needs --approval-webhook-secret-file FILE (the HMAC secret)")
 	}
-	secret, err := os.ReadFile(file)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("--approval-webhook-secret-file: %w", err)
 	}
-	secret = bytes.TrimSpace(secret)
-	if len(secret) < 16 {
-		return fmt.Errorf("--approval-webhook-secret-file %s: the secret is %d bytes; use at least 16", file, len(secret))
+	secret, err := serving.WebhookSecret(b)
+	if err != nil {
+		return fmt.Errorf("--approval-webhook-secret-file %s: %w", file, err)
 	}
 	opts.ApprovalWebhook, opts.ApprovalWebhookSecret = u, secret
 	return nil

@@ -17,7 +17,9 @@
 package serving
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,6 +36,7 @@ import (
 	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/storage/pgstore"
+	"github.com/custodylog/custody/witness"
 )
 
 // Config is a server process's settings.
@@ -264,4 +267,33 @@ func ParseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB)", s)
 	}
 	return n << sh, nil
+}
+
+// ErrQuorumNone is CheckWitnessPolicy's refusal of a policy whose quorum
+// is none: there would be nothing to send to witnesses.
+var ErrQuorumNone = errors.New("its quorum is none, so there is nothing to send to witnesses")
+
+// CheckWitnessPolicy checks a witness policy a server sends its
+// checkpoints under: its quorum counts someone (else ErrQuorumNone), and
+// every witness it counts has a URL to send checkpoints to.
+func CheckWitnessPolicy(p *witness.Policy) error {
+	if p.None() {
+		return ErrQuorumNone
+	}
+	for _, w := range p.Required() {
+		if w.URL == "" {
+			return fmt.Errorf("witness %s has no URL: the log needs one to send it checkpoints (witness NAME VKEY URL)", w.Name)
+		}
+	}
+	return nil
+}
+
+// WebhookSecret is the approval webhook's HMAC secret in a file's bytes:
+// surrounding space trimmed, at least 16 bytes left.
+func WebhookSecret(file []byte) ([]byte, error) {
+	secret := bytes.TrimSpace(file)
+	if len(secret) < 16 {
+		return nil, fmt.Errorf("the secret is %d bytes; use at least 16", len(secret))
+	}
+	return secret, nil
 }

@@ -16,6 +16,7 @@ import (
 	_ "github.com/custodylog/custody/storage/badgerstore"
 	"github.com/custodylog/custody/storage/pgstore"
 	"github.com/custodylog/custody/storage/storagetest"
+	"github.com/custodylog/custody/witness"
 )
 
 func config(t *testing.T) (Config, string) {
@@ -142,5 +143,36 @@ func TestParseSize(t *testing.T) {
 		if _, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
+	}
+}
+
+func TestCheckWitnessPolicy(t *testing.T) {
+	_, priv, _ := sign.GenerateKey()
+	s, err := witness.NewSigner("w.example", priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]string{
+		"quorum none\n": "quorum is none",
+		"witness w1 " + s.VerifierKey() + " http://127.0.0.1:1\nquorum w1\n": "",
+		"witness w1 " + s.VerifierKey() + "\nquorum w1\n":                    "witness w1 has no URL",
+	} {
+		p, err := witness.ParsePolicy([]byte(text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		err = CheckWitnessPolicy(p)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
+func TestWebhookSecret(t *testing.T) {
+	if s, err := WebhookSecret([]byte("  0123456789abcdef\n")); err != nil || string(s) != "0123456789abcdef" {
+		t.Errorf("16 bytes: %q, %v", s, err)
+	}
+	if _, err := WebhookSecret([]byte("short secret   \n")); err == nil || !strings.Contains(err.Error(), "is 12 bytes") {
+		t.Errorf("12 bytes: %v", err)
 	}
 }
