@@ -16,26 +16,20 @@ import (
 
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/ledger"
-	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
 )
 
 // Entry is how an entry is shown; it is what custody get prints with
-// --json.
+// --json: the server's entry document without the leaf's bytes (its hash
+// is shown), and a DENIAL's decision.
 type Entry struct {
-	Index          uint64          `json:"index"`
-	LoggedAt       string          `json:"logged_at"`
-	Kind           string          `json:"kind"`
-	ID             string          `json:"id"`
-	Actor          string          `json:"actor"`
-	KeyID          string          `json:"key_id"`
-	Seq            uint64          `json:"seq"`
-	Workflow       string          `json:"workflow_id,omitempty"`
-	PrevInWorkflow *uint64         `json:"prev_in_workflow,omitempty"`
-	TrustHead      uint64          `json:"trust_head"`
-	LeafHash       string          `json:"leaf_hash"`
-	Statement      json.RawMessage `json:"statement"`
-	Denial         *Denial         `json:"denial,omitempty"`
+	api.Entry
+	// Leaf hides api.Entry's (a shallower field of the same JSON name
+	// wins): left nil, it is not printed.
+	Leaf   []byte  `json:"leaf,omitempty"`
+	Denial *Denial `json:"denial,omitempty"`
 }
 
 // Denial is what a DENIAL entry says of the statement it denied.
@@ -50,11 +44,8 @@ type Denial struct {
 
 // Describe is how e is shown.
 func Describe(e *ledger.Entry) Entry {
-	h := e.Statement.Head()
-	out := Entry{Index: e.Index, LoggedAt: statement.FormatLoggedAt(e.LoggedAt), Kind: string(h.Type),
-		ID: e.Statement.ID(), Actor: h.Actor, KeyID: e.Envelope.KeyID, Seq: h.Seq, Workflow: e.Statement.WorkflowID(),
-		PrevInWorkflow: e.Prev, TrustHead: e.TrustHead, LeafHash: merkle.LeafHash(e.Leaf).String(),
-		Statement: json.RawMessage(e.Envelope.Payload)}
+	out := Entry{Entry: server.EntryDoc(e)}
+	out.Entry.Leaf = nil
 	if d, ok := e.Statement.(*statement.DenialDoc); ok {
 		out.Denial = &Denial{ReasonCode: d.ReasonCode, Reason: d.Reason, StatementType: string(d.StatementType),
 			StatementID: d.StatementID, SignerKeyID: d.SignerKeyID}

@@ -70,6 +70,10 @@ func TestEntryAndDenial(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
+	doc, _ := json.Marshal(v)
+	if strings.Contains(string(doc), `"leaf":`) || !strings.Contains(string(doc), `"leaf_hash":`) || strings.Contains(string(doc), `"denial"`) {
+		t.Errorf("the JSON form: %s", doc)
+	}
 	var st map[string]any
 	if err := json.Unmarshal(v.Statement, &st); err != nil || st["name"] != "user:eve" {
 		t.Errorf("the JSON form's statement is not the logged bytes: %v %v", st, err)
