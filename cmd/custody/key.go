@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,16 +80,14 @@ Example:
 				}
 				defer clear(pass)
 			}
-			pub, priv, err := sign.GenerateKey()
+			priv, err := keyfile.Generate(out, pass, c.Bool("force"))
 			if err != nil {
-				return err
-			}
-			if err := sign.WritePrivateKeyFile(out, priv, pass, c.Bool("force")); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					return fmt.Errorf("key generate: %s already exists (refusing to overwrite; --force replaces it)", out)
 				}
 				return fmt.Errorf("key generate: %w", err)
 			}
+			pub := priv.Public().(ed25519.PublicKey)
 			clear(priv)
 			info := keyInfo{File: out, PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Name: c.String("name"), Encrypted: len(pass) > 0}
 			if c.Bool("json") {

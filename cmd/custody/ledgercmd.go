@@ -95,11 +95,8 @@ Example:
 				if loc.Log != "" {
 					adminFile = "custody-admin-" + loc.Log + ".key"
 				}
-				_, priv, err := sign.GenerateKey()
+				priv, err := keyfile.Generate(adminFile, nil, false)
 				if err != nil {
-					return err
-				}
-				if err := sign.WritePrivateKeyFile(adminFile, priv, nil, false); err != nil {
 					return fmt.Errorf("init: writing the new admin key: %w (give one with --admin-key)", err)
 				}
 				o.AdminKey, generated = priv, true

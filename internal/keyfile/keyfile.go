@@ -68,16 +68,27 @@ func NewInFolder(dir, prefix string, encrypt bool) (rel string, pass []byte, err
 			return "", nil, err
 		}
 	}
-	_, priv, err := sign.GenerateKey()
-	if err != nil {
-		clear(pass)
-		return "", nil, err
-	}
-	err = sign.WritePrivateKeyFile(path, priv, pass, false)
+	priv, err := Generate(path, pass, false)
 	clear(priv)
 	if err != nil {
 		clear(pass)
 		return "", nil, fmt.Errorf("writing the new key: %w", err)
 	}
 	return rel, pass, nil
+}
+
+// Generate generates an Ed25519 key and writes it to path as PKCS#8 PEM,
+// mode 0600, passphrase-encrypted when pass is not empty; an existing file
+// is replaced only with overwrite (else the error is fs.ErrExist). The
+// caller clears the key it returns.
+func Generate(path string, pass []byte, overwrite bool) (ed25519.PrivateKey, error) {
+	_, priv, err := sign.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := sign.WritePrivateKeyFile(path, priv, pass, overwrite); err != nil {
+		clear(priv)
+		return nil, err
+	}
+	return priv, nil
 }

@@ -1,6 +1,8 @@
 package keyfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +58,23 @@ func TestPublic(t *testing.T) {
 	}
 	if _, err := ReadPrivate(""); err == nil {
 		t.Error("no file given")
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.key")
+	priv, err := Generate(path, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPrivate(path)
+	if err != nil || !got.Equal(priv) {
+		t.Fatalf("read back: %v", err)
+	}
+	if _, err := Generate(path, nil, false); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("over an existing file: %v", err)
+	}
+	if again, err := Generate(path, nil, true); err != nil || again.Equal(priv) {
+		t.Fatalf("overwrite: %v", err)
 	}
 }
