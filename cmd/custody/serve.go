@@ -225,7 +225,13 @@ Example:
 			if !storage.IsURL(loc.Value) {
 				lopts.StoreOptions = folderOpts
 			}
-			names, prefer, err := serveLogNames(ctx, c, loc)
+			sel := serving.Selection{Typed: c.StringSlice("log"), All: c.Bool("all-logs"), Prefer: c.StringSlice("prefer"),
+				Witnessed: c.String("witness-policy") != "", Getenv: os.Getenv}
+			names, prefer, err := sel.Names(ctx, loc)
+			var ue *serving.UsageError
+			if errors.As(err, &ue) {
+				return usage(c, "%v", ue)
+			}
 			if err != nil {
 				return err
 			}
