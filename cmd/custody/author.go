@@ -192,14 +192,15 @@ func principalCommand() *cli.Command {
 				var keyID string
 				if file := c.String("passkey"); file != "" {
 					b, err := os.ReadFile(file)
-					var pk *author.Passkey
+					var pf *sign.PasskeyFile
+					var pk *sign.Passkey
 					if err == nil {
-						pk, err = author.ParsePasskey(b)
+						pf, pk, err = sign.ParsePasskeyFile(b)
 					}
 					if err != nil {
 						return fmt.Errorf("%s: --passkey %s: %w", c.FullName(), file, err)
 					}
-					pk.Bind(&doc)
+					author.BindPasskey(&doc, pf)
 					keyID = pk.KeyID()
 				} else {
 					pub, _, err := keyfile.Public(c.String("public-key"))

@@ -3,11 +3,13 @@ package author
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/custodylog/custody/internal/softauthn"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
@@ -219,11 +221,21 @@ func TestGrantSpec(t *testing.T) {
 	}
 }
 
-func TestParsePasskey(t *testing.T) {
-	if _, err := ParsePasskey([]byte(`{"key_type":"es256"}`)); err == nil {
-		t.Fatal("a passkey without its key was accepted")
+// TestBindPasskey: a passkey file as a browser's authenticator would make
+// it binds the key whose id the file's passkey has.
+func TestBindPasskey(t *testing.T) {
+	a, err := softauthn.New(sign.KeyTypeWebAuthnES256, "custody.example", "https://custody.example")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ParsePasskey([]byte(`{"key_type":"es256","extra":1}`)); err == nil || !strings.Contains(err.Error(), "not a passkey file") {
-		t.Fatalf("unknown field: %v", err)
+	b, _ := json.Marshal(a.Enrollment("APPROVAL"))
+	pf, pk, err := sign.ParsePasskeyFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc statement.PrincipalDoc
+	BindPasskey(&doc, pf)
+	if got := PrincipalKeyID(&doc); got != pk.KeyID() || got != a.KeyID() || doc.AllowedTypes[0] != "APPROVAL" {
+		t.Fatalf("bound key id %q, want %q", got, a.KeyID())
 	}
 }

@@ -1,7 +1,6 @@
 package author
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
@@ -185,39 +183,8 @@ func (s *Session) FromGrant(ref, id string, workflow, scopeHash *string) error {
 	return nil
 }
 
-// Passkey is a passkey file (custody principal enroll --passkey): a
-// WebAuthn credential's public key and where it signs.
-type Passkey struct {
-	KeyType      string   `json:"key_type"`
-	PublicKey    string   `json:"public_key"`
-	CredentialID string   `json:"credential_id"`
-	RPID         string   `json:"rp_id"`
-	Origins      []string `json:"origins"`
-	AllowedTypes []string `json:"allowed_types,omitempty"`
-
-	keyID string
-}
-
-// KeyID is the passkey's key id.
-func (p *Passkey) KeyID() string { return p.keyID }
-
-// ParsePasskey reads and checks a passkey file's bytes: strict JSON,
-// closed schema, and the key, rp_id and origins as a PRINCIPAL binds them.
-func ParsePasskey(b []byte) (*Passkey, error) {
-	var pf Passkey
-	if err := canon.UnmarshalRelaxed(bytes.TrimSpace(b), &pf); err != nil {
-		return nil, fmt.Errorf("not a passkey file {key_type, public_key, credential_id, rp_id, origins[, allowed_types]}: %w", err)
-	}
-	pk, err := sign.NewPasskey(pf.KeyType, pf.PublicKey, pf.RPID, pf.Origins)
-	if err != nil {
-		return nil, err
-	}
-	pf.keyID = pk.KeyID()
-	return &pf, nil
-}
-
-// Bind fills doc with the passkey's key.
-func (p *Passkey) Bind(doc *statement.PrincipalDoc) {
+// BindPasskey fills doc with the key of a passkey file.
+func BindPasskey(doc *statement.PrincipalDoc, p *sign.PasskeyFile) {
 	doc.PublicKey, doc.KeyType, doc.CredentialID = p.PublicKey, p.KeyType, p.CredentialID
 	doc.RPID, doc.Origins, doc.AllowedTypes = p.RPID, p.Origins, p.AllowedTypes
 }
