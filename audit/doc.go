@@ -36,5 +36,9 @@
 // its signature, and checks that it extends the last checkpoint the
 // monitor kept by computing the consistency proof itself from the served
 // tiles. A split view (same size, different root), a rollback (smaller
-// size) or an inconsistent extension is an alert.
+// size) or an inconsistent extension is an alert. [WatchWitnessed] adds a
+// witness policy: a checkpoint that does not meet it is not kept.
+//
+// [Report.WriteText] prints a report for people (custody audit), free text
+// escaped; the report itself is what --json prints.
 package audit

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/witness"
 )
 
 // Watch outcomes.
@@ -128,4 +129,47 @@ func Watch(ctx context.Context, f Fetcher, vkey string, old []byte) (*WatchResul
 		res.Detail = fmt.Sprintf("grew from size %d to %d; consistency proved from the served tiles", o.Size, n.Size)
 	}
 	return res, nil
+}
+
+// WatchUnwitnessed is the outcome of a checkpoint that does not meet the
+// monitor's witness policy: not a proof of misbehaviour (cosignatures may
+// still be on their way), but not a checkpoint to keep either.
+const WatchUnwitnessed = "unwitnessed"
+
+// WatchWitnessed is Watch for a monitor with a witness policy (nil: none,
+// as Watch). The newest checkpoint may not have gathered its cosignatures
+// yet; a custody server also serves its newest witnessed one
+// (WitnessedPath), which is then watched instead, with the same checks. A
+// checkpoint that still does not meet the policy is WatchUnwitnessed and
+// not kept. The evaluation is the policy's of the checkpoint watched (nil
+// without a policy, or on an alert).
+func WatchWitnessed(ctx context.Context, f Fetcher, vkey string, old []byte, policy *witness.Policy) (*WatchResult, *witness.Evaluation, error) {
+	res, err := Watch(ctx, f, vkey, old)
+	if err != nil || policy == nil || res.Alert {
+		return res, nil, err
+	}
+	if !policy.Evaluate(res.Checkpoint).Satisfied {
+		if wcp, err := f.Fetch(ctx, WitnessedPath); err == nil && policy.Evaluate(wcp).Satisfied {
+			wf := FetcherFunc(func(ctx context.Context, path string) ([]byte, error) {
+				if path == "checkpoint" {
+					return wcp, nil
+				}
+				return f.Fetch(ctx, path)
+			})
+			if wres, err := Watch(ctx, wf, vkey, old); err == nil {
+				res = wres
+			}
+		}
+	}
+	if res.Alert {
+		return res, nil, nil
+	}
+	e := policy.Evaluate(res.Checkpoint)
+	if !e.Satisfied {
+		res.Outcome, res.Keep = WatchUnwitnessed, nil
+		res.Detail = "the served checkpoint does not meet the witness policy: " + e.Describe()
+	} else {
+		res.Detail += "; " + e.Describe()
+	}
+	return res, &e, nil
 }

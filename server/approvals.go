@@ -117,11 +117,11 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// heldList is the body of GET /v1/approvals, its ETag (a hash of the
-// body) and the earliest deadline of the receipts it lists (zero for
-// none).
-func (s *Server) heldList(approver, wf string) (body []byte, etag string, next time.Time, err error) {
-	held, err := s.l.HeldReceipts(time.Now(), maxHeldAnswer, func(p *authority.PendingRec) bool {
+// HeldList lists the receipts l holds for approval now (at most 1,000),
+// only those approver may approve when it is not "", and only of
+// workflow wf when it is not "": what GET /v1/approvals answers.
+func HeldList(l *ledger.Ledger, approver, wf string) (*api.HeldList, error) {
+	held, err := l.HeldReceipts(time.Now(), maxHeldAnswer, func(p *authority.PendingRec) bool {
 		if wf != "" && p.Workflow != wf {
 			return false
 		}
@@ -136,12 +136,25 @@ func (s *Server) heldList(approver, wf string) (body []byte, etag string, next t
 		return false
 	})
 	if err != nil {
-		return nil, "", time.Time{}, err
+		return nil, err
 	}
-	out := api.HeldList{Held: []api.HeldReceipt{}}
+	out := &api.HeldList{Held: []api.HeldReceipt{}}
 	for i := range held {
 		out.Held = append(out.Held, HeldDoc(&held[i]))
-		if d, err := statement.ParseLoggedAt(held[i].Pending.Hold.Deadline); err == nil && (next.IsZero() || d.Before(next)) {
+	}
+	return out, nil
+}
+
+// heldList is the body of GET /v1/approvals, its ETag (a hash of the
+// body) and the earliest deadline of the receipts it lists (zero for
+// none).
+func (s *Server) heldList(approver, wf string) (body []byte, etag string, next time.Time, err error) {
+	out, err := HeldList(s.l, approver, wf)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	for _, h := range out.Held {
+		if d, err := statement.ParseLoggedAt(h.ExpiresAt); err == nil && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
 	}

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
-	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
@@ -52,8 +49,8 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			e, err := a.entry("receipt", c.String("receipt"), statement.Receipt)
+			defer a.Close()
+			e, err := a.Entry("--receipt", c.String("receipt"), statement.Receipt)
 			if err != nil {
 				return err
 			}
@@ -165,28 +162,7 @@ func heldList(ctx context.Context, l logStore, approver, wf string) (*api.HeldLi
 	case *remotelog.Log:
 		return s.Client().Approvals(ctx, approver, wf)
 	case *ledger.Ledger:
-		held, err := s.HeldReceipts(time.Now(), 1000, func(p *authority.PendingRec) bool {
-			if wf != "" && p.Workflow != wf {
-				return false
-			}
-			if approver == "" {
-				return true
-			}
-			for _, r := range p.Hold.Rules {
-				if scope.Covers(r.Approvers, approver) {
-					return true
-				}
-			}
-			return false
-		})
-		if err != nil {
-			return nil, err
-		}
-		out := &api.HeldList{Held: []api.HeldReceipt{}}
-		for i := range held {
-			out.Held = append(out.Held, server.HeldDoc(&held[i]))
-		}
-		return out, nil
+		return server.HeldList(s, approver, wf)
 	}
 	return nil, fmt.Errorf("this log location cannot list held receipts")
 }

@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/authority"
-	"github.com/custodylog/custody/canon"
-	"github.com/custodylog/custody/ledger"
-	"github.com/custodylog/custody/scope"
-	"github.com/custodylog/custody/server/api"
+	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -44,14 +38,11 @@ func authorFlags(keyFlag, keyUsage string) []cli.Flag {
 	)
 }
 
-// authoring is one authoring command in progress.
+// authoring is one authoring command in progress: the flags of c given
+// to an author.Session.
 type authoring struct {
-	ctx     context.Context
+	*author.Session
 	c       *cli.Command
-	priv    ed25519.PrivateKey
-	pub     ed25519.PublicKey
-	l       logStore // the data folder's ledger, or the server of --ledger
-	openErr error
 	offline bool // --out: the ledger is opened only if something needs it
 }
 
@@ -62,7 +53,7 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 	if err := checkEnums(c); err != nil {
 		return nil, err
 	}
-	a := &authoring{ctx: ctx, c: c, offline: c.IsSet("out")}
+	a := &authoring{c: c, offline: c.IsSet("out")}
 	if !a.offline {
 		for _, f := range []string{"seq", "origin"} {
 			if c.IsSet(f) {
@@ -70,202 +61,77 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 			}
 		}
 	}
-	priv, err := readPrivateKey(c.String(keyFlag))
+	priv, err := keyfile.ReadPrivate(c.String(keyFlag))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	a.priv, a.pub = priv, publicOf(priv)
+	a.Session = author.New(priv, func() (author.Log, error) { return openStore(ctx, c) }, a.offline)
+	a.Actor, a.Origin, a.Seq = c.String("actor"), c.String("origin"), c.Uint64("seq")
 	if !a.offline {
-		if _, err := a.ledger("append"); err != nil {
-			a.close()
+		if _, err := a.Log("append"); err != nil {
+			a.Close()
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-func (a *authoring) close() {
-	clear(a.priv)
-	if a.l != nil {
-		a.l.Close()
-	}
-}
-
-// ledger opens the ledger the first time something needs it; why says what
-// for, in the error when it cannot be opened.
-func (a *authoring) ledger(why string) (logStore, error) {
-	if a.l != nil || a.openErr != nil {
-		return a.l, a.openErr
-	}
-	a.l, a.openErr = openStore(a.ctx, a.c)
-	if a.openErr != nil && a.offline {
-		a.openErr = fmt.Errorf("%s needs the ledger (%w); give it with --dir or --ledger, or the value with its flag", why, a.openErr)
-	}
-	return a.l, a.openErr
-}
-
-// entry returns an accepted statement by id, of one of the given kinds.
-func (a *authoring) entry(flag, id string, kinds ...statement.Kind) (*ledger.Entry, error) {
-	l, err := a.ledger("looking up --" + flag + " " + id)
-	if err != nil {
-		return nil, err
-	}
-	e, err := l.EntryByID(id)
-	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", flag, err)
-	}
-	for _, k := range kinds {
-		if e.Kind() == k {
-			return e, nil
-		}
-	}
-	return nil, fmt.Errorf("--%s %s is a %s at index %d, not a %v", flag, id, e.Kind(), e.Index, kinds)
-}
-
 // id returns --id or a fresh one.
-// workflow returns --workflow, or else the workflow of the entry the id in
-// --flag names (which must be of one of kinds).
-func (a *authoring) workflow(c *cli.Command, flag string, kinds ...statement.Kind) (string, error) {
-	if wf := c.String("workflow"); wf != "" {
-		return wf, nil
-	}
-	e, err := a.entry(flag, c.String(flag), kinds...)
-	if err != nil {
-		return "", err
-	}
-	return e.Statement.WorkflowID(), nil
-}
-
 func (a *authoring) id(prefix string) string {
 	if id := a.c.String("id"); id != "" {
 		return id
 	}
-	return newID(prefix)
+	return author.NewID(prefix)
 }
 
 // header fills the common fields of a statement of kind k.
 func (a *authoring) header(k statement.Kind) (statement.Header, error) {
-	h := statement.Header{Type: k, Timestamp: statement.FormatTimestamp(time.Now()), Actor: a.c.String("actor"), Log: a.c.String("origin"), Seq: a.c.Uint64("seq")}
-	keyID := sign.KeyID(a.pub)
-	if h.Log == "" {
-		l, err := a.ledger("finding the log's origin")
-		if err != nil {
-			return h, err
-		}
-		h.Log = l.Origin()
+	if a.c.IsSet("seq") && a.Seq == 0 {
+		return statement.Header{}, usage(a.c, "--seq must be at least 1")
 	}
-	if h.Actor == "" {
-		l, err := a.ledger("finding the key's bound name")
-		if err != nil {
-			return h, err
-		}
-		rec, err := l.KeyBinding(keyID)
-		if err != nil {
-			return h, err
-		}
-		if rec == nil {
-			return h, fmt.Errorf("key %s is not bound in the ledger %s: a person's key is enrolled with custody principal enroll, an agent's is bound as the grantee of a grant (or pass --actor)", keyID, l.Origin())
-		}
-		h.Actor = rec.Name
-	}
-	if !a.c.IsSet("seq") {
-		l, err := a.ledger("finding the key's next seq")
-		if err != nil {
-			return h, err
-		}
-		if h.Seq, err = l.NextSeq(keyID); err != nil {
-			return h, err
-		}
-	} else if h.Seq == 0 {
-		return h, usage(a.c, "--seq must be at least 1")
-	}
-	return h, nil
-}
-
-// decisionInfo is what an authoring command prints with --json.
-type decisionInfo struct {
-	Verdict        string         `json:"verdict"`              // accepted, held, denied, refused, written
-	ExpiresAt      string         `json:"expires_at,omitempty"` // held: the approval deadline
-	Rules          []api.HoldRule `json:"rules,omitempty"`      // held: the rules it waits for
-	Kind           string         `json:"kind"`
-	ID             string         `json:"id"`
-	Seq            uint64         `json:"seq"`
-	Index          *uint64        `json:"index,omitempty"`
-	ReasonCode     string         `json:"reason_code,omitempty"`
-	Reason         string         `json:"reason,omitempty"`
-	Duplicate      bool           `json:"duplicate,omitempty"`
-	ScopeHash      string         `json:"scope_hash,omitempty"`
-	KeyID          string         `json:"keyid,omitempty"` // the key a PRINCIPAL binds, to compare
-	Notes          []string       `json:"notes,omitempty"`
-	CheckpointSize uint64         `json:"checkpoint_size,omitempty"`
-	Checkpoint     string         `json:"checkpoint,omitempty"`
-	InclusionProof []string       `json:"inclusion_proof,omitempty"`
-	File           string         `json:"file,omitempty"` // with --out
+	return a.Header(k)
 }
 
 // finish seals, signs, and appends (or writes) st, and prints the outcome.
 func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	name := a.c.FullName()
-	if err := a.precheck(st); err != nil {
-		return err
+	var te *author.TTLError
+	if err := a.Precheck(st); errors.As(err, &te) {
+		return usage(a.c, "%v", err)
 	}
-	if err := statement.Seal(st); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	_, raw, err := statement.Sign(a.priv, st)
+	raw, out, err := a.Sign(st)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	h := st.Head()
-	out := decisionInfo{Kind: string(h.Type), ID: st.ID(), Seq: h.Seq}
-	if g := statement.GrantOf(st); g != nil {
-		out.ScopeHash = g.ScopeHash
-	}
-	if p, ok := st.(*statement.PrincipalDoc); ok {
-		out.KeyID = principalDocKeyID(p)
-	}
-	w := a.c.Root().Writer
 	if a.offline {
 		return a.write(raw, out)
 	}
-	res, err := a.l.Append(ctx, raw)
-	var de *authority.DecisionError
-	if errors.As(err, &de) {
-		out.Verdict, out.ReasonCode, out.Reason = "refused", string(de.Code), de.Reason
-		if a.c.Bool("json") {
-			writeJSON(w, out)
-		}
-		fmt.Fprintf(a.c.Root().ErrWriter, "refused: %s: %s (nothing was logged)\n", de.Code, safeText(de.Reason))
-		return deniedErr()
-	}
+	out, err = a.Append(ctx, raw, out)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	idx := res.Index
-	out.Verdict, out.Index, out.ReasonCode, out.Reason = res.Verdict.String(), &idx, string(res.Code), res.Reason
-	out.Duplicate, out.Notes, out.CheckpointSize = res.Duplicate, res.Notes, res.Head.Size
-	out.Checkpoint, out.InclusionProof = string(res.Head.Checkpoint), hashStrings(res.Proof)
-	if res.Verdict == authority.Accepted && res.Hold != nil {
-		out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(res.Hold.ExpiresAt)
-		for _, r := range res.Hold.Rules {
-			out.Rules = append(out.Rules, api.HoldRule{Grant: r.Grant, RuleID: r.RuleID, Approvers: r.Approvers, Quorum: r.Quorum})
-		}
-	}
+	w, stderr := a.c.Root().Writer, a.c.Root().ErrWriter
 	if a.c.Bool("json") {
 		if err := writeJSON(w, out); err != nil {
 			return err
 		}
-	} else if out.Verdict == "held" {
-		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", h.Type, safeText(st.ID()), res.Index, out.ExpiresAt, res.Head.Size)
+	}
+	switch {
+	case out.Verdict == "refused":
+		fmt.Fprintf(stderr, "refused: %s: %s (nothing was logged)\n", out.ReasonCode, safeText(out.Reason))
+		return deniedErr()
+	case a.c.Bool("json"):
+	case out.Verdict == "held":
+		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", out.Kind, safeText(out.ID), *out.Index, out.ExpiresAt, out.CheckpointSize)
 		for _, r := range out.Rules {
 			fmt.Fprintf(w, "needs: %d of %s (rule %s of %s)\n", r.Quorum, safeText(strings.Join(r.Approvers, ", ")), safeText(r.RuleID), safeText(r.Grant))
 		}
-	} else if res.Verdict == authority.Accepted {
+	case out.Verdict == "accepted":
 		dup := ""
-		if res.Duplicate {
+		if out.Duplicate {
 			dup = " (duplicate: accepted before)"
 		}
-		fmt.Fprintf(w, "accepted: %s %s at index %d (checkpoint size %d)%s\n", h.Type, safeText(st.ID()), res.Index, res.Head.Size, dup)
+		fmt.Fprintf(w, "accepted: %s %s at index %d (checkpoint size %d)%s\n", out.Kind, safeText(out.ID), *out.Index, out.CheckpointSize, dup)
 		if out.ScopeHash != "" {
 			fmt.Fprintf(w, "scope_hash %s\n", out.ScopeHash)
 		}
@@ -274,19 +140,19 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 			// §1): the registering page shows the same.
 			fmt.Fprintf(w, "keyid %s (compare it with the key id the person's device or page shows)\n", out.KeyID)
 		}
-		for _, n := range res.Notes {
+		for _, n := range out.Notes {
 			fmt.Fprintf(w, "note: %s\n", safeText(n))
 		}
 	}
-	if res.Verdict != authority.Accepted {
-		fmt.Fprintf(a.c.Root().ErrWriter, "denied: %s: %s (DENIAL at index %d)\n", res.Code, safeText(res.Reason), res.Index)
+	if out.Verdict != "accepted" && out.Verdict != "held" {
+		fmt.Fprintf(stderr, "denied: %s: %s (DENIAL at index %d)\n", out.ReasonCode, safeText(out.Reason), *out.Index)
 		return deniedErr()
 	}
 	return nil
 }
 
 // write puts the envelope in --out instead of appending it.
-func (a *authoring) write(raw []byte, out decisionInfo) error {
+func (a *authoring) write(raw []byte, out author.Outcome) error {
 	file := a.c.String("out")
 	out.Verdict, out.File = "written", file
 	line := append(raw, '\n')
@@ -325,15 +191,19 @@ func principalCommand() *cli.Command {
 				var doc statement.PrincipalDoc
 				var keyID string
 				if file := c.String("passkey"); file != "" {
-					pk, err := readPasskeyFile(file)
+					b, err := os.ReadFile(file)
+					var pf *sign.PasskeyFile
+					var pk *sign.Passkey
+					if err == nil {
+						pf, pk, err = sign.ParsePasskeyFile(b)
+					}
 					if err != nil {
 						return fmt.Errorf("%s: --passkey %s: %w", c.FullName(), file, err)
 					}
-					doc.PublicKey, doc.KeyType, doc.CredentialID = pk.PublicKey, pk.KeyType, pk.CredentialID
-					doc.RPID, doc.Origins, doc.AllowedTypes = pk.RPID, pk.Origins, pk.AllowedTypes
-					keyID = pk.keyID
+					author.BindPasskey(&doc, pf)
+					keyID = pk.KeyID()
 				} else {
-					pub, _, err := loadAnyPublicKey(c.String("public-key"))
+					pub, _, err := keyfile.Public(c.String("public-key"))
 					if err != nil {
 						return fmt.Errorf("%s: --public-key: %w", c.FullName(), err)
 					}
@@ -343,21 +213,15 @@ func principalCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				defer a.close()
+				defer a.Close()
 				name := c.String("name")
 				if name == "" { // retire: the bound name
-					l, err := a.ledger("finding the principal's name")
-					if err != nil {
+					if name, err = a.BoundName(keyID, "finding the principal's name"); err != nil {
 						return err
 					}
-					rec, err := l.KeyBinding(keyID)
-					if err != nil {
-						return err
-					}
-					if rec == nil {
+					if name == "" {
 						return fmt.Errorf("%s: key %s is not bound in the ledger", c.FullName(), keyID)
 					}
-					name = rec.Name
 				}
 				h, err := a.header(statement.Principal)
 				if err != nil {
@@ -429,37 +293,28 @@ func grantFlags() []cli.Flag {
 	}
 }
 
-// grantFromFlags builds the grant part of a CONFIRM or DELEGATE. The sets
-// are sorted and deduplicated so that they are canonical.
+// grantFromFlags builds the grant part of a CONFIRM or DELEGATE.
 func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
-	var g statement.Grant
-	pub, _, err := loadAnyPublicKey(c.String("grantee-key"))
+	pub, _, err := keyfile.Public(c.String("grantee-key"))
 	if err != nil {
-		return g, fmt.Errorf("--grantee-key: %w", err)
+		return statement.Grant{}, fmt.Errorf("--grantee-key: %w", err)
 	}
-	if g.Limits, err = parseAmounts("limit", c.StringSlice("limit")); err != nil {
-		return g, usage(c, "%v", err)
+	spec := author.GrantSpec{Grantee: c.String("grantee"), GranteeKey: pub, Workflow: workflow,
+		Steps: c.StringSlice("step"), Targets: c.StringSlice("target"), Capabilities: c.StringSlice("capability"),
+		Principals: c.StringSlice("principal"), Revocable: c.Bool("revocable")}
+	if spec.Limits, err = author.ParseAmounts("limit", c.StringSlice("limit")); err != nil {
+		return statement.Grant{}, usage(c, "%v", err)
 	}
-	if g.TTLSeconds, err = seconds("ttl", c.Duration("ttl")); err != nil {
-		return g, usage(c, "%v", err)
+	if spec.TTLSeconds, err = author.Seconds("ttl", c.Duration("ttl")); err != nil {
+		return statement.Grant{}, usage(c, "%v", err)
 	}
-	g.Grantee = statement.Grantee{Name: c.String("grantee"), PublicKey: sign.EncodePublicKey(pub)}
-	g.Scope.WorkflowID = workflow
-	g.Scope.StepIDs = optionalSet(c.StringSlice("step"))
-	g.Scope.Targets = canonicalSet(c.StringSlice("target"))
-	g.Scope.Capabilities = canonicalSet(c.StringSlice("capability"))
-	g.Scope.Principals = optionalSet(c.StringSlice("principal"))
-	g.Revocable = c.Bool("revocable")
 	if file := c.String("approvals"); file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return g, fmt.Errorf("--approvals: %w", err)
+		if spec.Approvals, err = os.ReadFile(file); err != nil {
+			return statement.Grant{}, fmt.Errorf("--approvals: %w", err)
 		}
-		if g.Approvals, err = scope.ParseRules(data); err != nil {
-			return g, fmt.Errorf("--approvals %s: %w", file, err)
-		}
+		spec.ApprovalsFrom = "--approvals " + file
 	}
-	return g, nil
+	return spec.Grant()
 }
 
 func confirmCommand() *cli.Command {
@@ -491,7 +346,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
+			defer a.Close()
 			g, err := grantFromFlags(c, c.String("workflow"))
 			if err != nil {
 				return err
@@ -504,9 +359,6 @@ Example:
 		},
 	}
 }
-
-// grantEntry returns the grant part of a CONFIRM or DELEGATE entry.
-func grantEntry(e *ledger.Entry) *statement.Grant { return statement.GrantOf(e.Statement) }
 
 func delegateCommand() *cli.Command {
 	flags := append(authorFlags("key", "the delegating agent's private key file"), grantFlags()...)
@@ -538,21 +390,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
+			defer a.Close()
 			parent := c.String("parent")
 			wf, ph := c.String("workflow"), c.String("parent-scope-hash")
-			if wf == "" || ph == "" {
-				e, err := a.entry("parent", parent, statement.Confirm, statement.Delegate)
-				if err != nil {
-					return err
-				}
-				pg := grantEntry(e)
-				if wf == "" {
-					wf = pg.Scope.WorkflowID
-				}
-				if ph == "" {
-					ph = pg.ScopeHash
-				}
+			if err := a.FromGrant("--parent", parent, &wf, &ph); err != nil {
+				return err
 			}
 			g, err := grantFromFlags(c, wf)
 			if err != nil {
@@ -629,7 +471,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
+			defer a.Close()
 			r := &statement.ReceiptDoc{Result: result, AuthorizationRef: c.String("auth"), Workflow: c.String("workflow"),
 				StepID: c.String("step"), Action: c.String("action"), Target: c.String("target"),
 				PendingRef: c.String("pending-ref"), EvidenceRefs: c.StringSlice("evidence"), Error: c.String("error"),
@@ -637,44 +479,22 @@ Example:
 			if len(r.EvidenceRefs) == 0 {
 				r.EvidenceRefs = nil
 			}
-			if r.Reserve, err = parseAmounts("reserve", c.StringSlice("reserve")); err != nil {
+			if r.Reserve, err = author.ParseAmounts("reserve", c.StringSlice("reserve")); err != nil {
 				return usage(c, "%v", err)
 			}
-			if r.Consumed, err = parseAmounts("consumed", c.StringSlice("consumed")); err != nil {
+			if r.Consumed, err = author.ParseAmounts("consumed", c.StringSlice("consumed")); err != nil {
 				return usage(c, "%v", err)
 			}
-			if r.SideEffects, err = parsePairs("side-effect", c.StringSlice("side-effect")); err != nil {
+			if r.SideEffects, err = author.ParsePairs("side-effect", c.StringSlice("side-effect")); err != nil {
 				return usage(c, "%v", err)
 			}
-			if !pending && (r.AuthorizationRef == "" || r.Workflow == "" || r.StepID == "" || r.Action == "" || r.Target == "") {
-				e, err := a.entry("pending-ref", r.PendingRef, statement.Receipt)
-				if err != nil {
+			if !pending {
+				if err := a.CompleteOutcome(r, "--pending-ref"); err != nil {
 					return err
 				}
-				p := e.Statement.(*statement.ReceiptDoc)
-				fill := func(dst *string, src string) {
-					if *dst == "" {
-						*dst = src
-					}
-				}
-				fill(&r.AuthorizationRef, p.AuthorizationRef)
-				fill(&r.Workflow, p.Workflow)
-				fill(&r.StepID, p.StepID)
-				fill(&r.Action, p.Action)
-				fill(&r.Target, p.Target)
 			}
-			if r.ScopeHash == "" || r.Workflow == "" {
-				e, err := a.entry("auth", r.AuthorizationRef, statement.Confirm, statement.Delegate)
-				if err != nil {
-					return err
-				}
-				g := grantEntry(e)
-				if r.ScopeHash == "" {
-					r.ScopeHash = g.ScopeHash
-				}
-				if r.Workflow == "" {
-					r.Workflow = g.Scope.WorkflowID
-				}
+			if err := a.FromGrant("--auth", r.AuthorizationRef, &r.Workflow, &r.ScopeHash); err != nil {
+				return err
 			}
 			if r.Header, err = a.header(statement.Receipt); err != nil {
 				return err
@@ -714,7 +534,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
+			defer a.Close()
 			h, err := a.header(statement.Stop)
 			if err != nil {
 				return err
@@ -748,8 +568,8 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			wf, err := a.workflow(c, "stop-ref", statement.Stop)
+			defer a.Close()
+			wf, err := a.Workflow(c.String("workflow"), "--stop-ref", c.String("stop-ref"), statement.Stop)
 			if err != nil {
 				return err
 			}
@@ -786,8 +606,8 @@ Example:
 			if err != nil {
 				return err
 			}
-			defer a.close()
-			wf, err := a.workflow(c, "grant", statement.Confirm, statement.Delegate)
+			defer a.Close()
+			wf, err := a.Workflow(c.String("workflow"), "--grant", c.String("grant"), statement.Confirm, statement.Delegate)
 			if err != nil {
 				return err
 			}
@@ -832,73 +652,4 @@ func checkEnums(c *cli.Command) error {
 		return check("scope", []string{statement.StopStep, statement.StopChain})
 	}
 	return nil
-}
-
-// precheck refuses, before anything is signed, what the ledger would
-// certainly deny as malformed, so that a typo does not leave a DENIAL in
-// the log forever: a grant's ttl above the log's max_ttl_seconds (from its
-// GENESIS). It checks only when the ledger is open (not with --out).
-func (a *authoring) precheck(st statement.Statement) error {
-	g := statement.GrantOf(st)
-	if g == nil || a.l == nil {
-		return nil
-	}
-	e, err := a.l.Entry(0)
-	if err != nil {
-		return nil // the ledger decides, as ever
-	}
-	gd, ok := e.Statement.(*statement.GenesisDoc)
-	if !ok {
-		return nil
-	}
-	if _, _, maxTTL := gd.Params(); g.TTLSeconds > maxTTL {
-		return usage(a.c, "--ttl %s is longer than this log allows (max_ttl_seconds %d, %s): the ledger would deny it; nothing was signed",
-			time.Duration(g.TTLSeconds)*time.Second, maxTTL, time.Duration(maxTTL)*time.Second)
-	}
-	return nil
-}
-
-// passkeyFile is the file custody principal enroll --passkey reads.
-type passkeyFile struct {
-	KeyType      string   `json:"key_type"`
-	PublicKey    string   `json:"public_key"`
-	CredentialID string   `json:"credential_id"`
-	RPID         string   `json:"rp_id"`
-	Origins      []string `json:"origins"`
-	AllowedTypes []string `json:"allowed_types,omitempty"`
-
-	keyID string
-}
-
-// readPasskeyFile reads and checks a passkey file: strict JSON, closed
-// schema, and the key, rp_id and origins as a PRINCIPAL binds them.
-func readPasskeyFile(file string) (*passkeyFile, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var pf passkeyFile
-	if err := canon.UnmarshalRelaxed(bytes.TrimSpace(b), &pf); err != nil {
-		return nil, fmt.Errorf("not a passkey file {key_type, public_key, credential_id, rp_id, origins[, allowed_types]}: %w", err)
-	}
-	pk, err := sign.NewPasskey(pf.KeyType, pf.PublicKey, pf.RPID, pf.Origins)
-	if err != nil {
-		return nil, err
-	}
-	pf.keyID = pk.KeyID()
-	return &pf, nil
-}
-
-// principalDocKeyID is the key id a PRINCIPAL statement binds.
-func principalDocKeyID(p *statement.PrincipalDoc) string {
-	if p.IsPasskey() {
-		if k, err := sign.ParsePasskeyKey(p.KeyType, p.PublicKey); err == nil {
-			return k.KeyID()
-		}
-		return ""
-	}
-	if pub, err := sign.ParsePublicKey(p.PublicKey); err == nil {
-		return sign.KeyID(pub)
-	}
-	return ""
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -193,11 +191,7 @@ func growthFrom(n int) int {
 // childMeasure measures the big log in a child process running this same
 // binary, so that its peak RSS is the open log's alone, not building it.
 func childMeasure(cpuprofile, memprofile string, cacheTiles int) func(context.Context, string, time.Duration) (bench.BigResult, error) {
-	return func(ctx context.Context, dir string, d time.Duration) (bench.BigResult, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return bench.BigResult{}, err
-		}
+	return bench.InChild(func(dir string, d time.Duration) []string {
 		argv := []string{"bench", "--measure-big", dir, "--read-for", d.String()}
 		if cpuprofile != "" {
 			argv = append(argv, "--cpuprofile", cpuprofile+".big")
@@ -208,16 +202,6 @@ func childMeasure(cpuprofile, memprofile string, cacheTiles int) func(context.Co
 		if cacheTiles > 0 {
 			argv = append(argv, "--proof-cache-tiles", strconv.Itoa(cacheTiles))
 		}
-		cmd := exec.CommandContext(ctx, exe, argv...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return bench.BigResult{}, fmt.Errorf("measuring in a child process: %v: %s", err, strings.TrimSpace(stderr.String()))
-		}
-		var r bench.BigResult
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-			return r, fmt.Errorf("reading the child's figures: %w", err)
-		}
-		return r, nil
-	}
+		return argv
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/keyfile"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 )
 
@@ -33,7 +35,7 @@ Example:
    custody serve --dir ./scratch &
    custody bench serve --ledger http://127.0.0.1:8080 --admin-key ./scratch/keys/admin.key --clients 64 --duration 10s`,
 		Flags: []cli.Flag{
-			locFlag(locLedger, "the server's `URL` ($CUSTODY_LEDGER)"),
+			locFlag(location.Ledger, "the server's `URL` ($CUSTODY_LEDGER)"),
 			&cli.StringFlag{Name: "admin-key", Usage: "the log's admin private key file (to enroll the bench's principal)", Required: true, TakesFile: true},
 			logKeyFlag("the checkpoint verifier key (default: ask the server, trust on first use)"),
 			&cli.IntFlag{Name: "clients", Value: 64, Usage: "concurrent clients, each an agent with one append in flight"},
@@ -51,7 +53,7 @@ Example:
 			if d <= 0 || d > time.Hour {
 				return usage(c, "--duration %s: want more than 0 and at most 1h", d)
 			}
-			admin, err := readPrivateKey(c.String("admin-key"))
+			admin, err := keyfile.ReadPrivate(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}
@@ -63,7 +65,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			cl, err := remotelog.Client(ctx, loc.value, vkey, n)
+			cl, err := remotelog.Client(ctx, loc.Value, vkey, n)
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}

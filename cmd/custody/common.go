@@ -1,193 +1,28 @@
 package main
 
 import (
-	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"github.com/custodylog/custody/internal/textsafe"
 	"io"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/custodylog/custody/internal/textsafe"
 
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
-
-	"github.com/custodylog/custody/scope"
-	"github.com/custodylog/custody/sign"
 )
 
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
 }
 
-// readPrivateKey reads a PKCS#8 private key file, asking for its
-// passphrase only if it is encrypted.
-func readPrivateKey(path string) (ed25519.PrivateKey, error) {
-	if path == "" {
-		return nil, fmt.Errorf("no key file given")
-	}
-	return sign.ReadPrivateKeyFile(path, sign.Passphrase("passphrase for "+path+": "))
-}
-
-func publicOf(priv ed25519.PrivateKey) ed25519.PublicKey { return priv.Public().(ed25519.PublicKey) }
-
 // writeJSON prints v as one indented JSON document, with every character
-// a terminal would act on escaped (see jsonSafe).
-func writeJSON(w io.Writer, v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(jsonSafe(b.Bytes()))
-	return err
-}
-
-// prettyJSON indents canonical JSON for people, escaping as writeJSON does.
-func prettyJSON(raw []byte) []byte {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return []byte(safeText(string(raw)))
-	}
-	return jsonSafe(b.Bytes())
-}
-
-// dangerous reports whether r would be interpreted rather than shown by a
-// terminal: control characters and format characters, which include the
-// bidirectional overrides (DESIGN §1: free text is printed with control
-// and bidirectional-override characters escaped).
-func dangerous(r rune) bool {
-	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
-}
-
-// jsonSafe rewrites dangerous runes of a JSON text as \uXXXX escapes. They
-// can occur only inside strings, where the escape means the same thing, so
-// the result is equivalent JSON. Newlines between tokens are kept.
-func jsonSafe(b []byte) []byte {
-	if !bytes.ContainsFunc(b, func(r rune) bool { return r != '\n' && dangerous(r) }) {
-		return b
-	}
-	var out bytes.Buffer
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		if r != '\n' && dangerous(r) {
-			writeEscape(&out, r)
-		} else {
-			out.Write(b[:n])
-		}
-		b = b[n:]
-	}
-	return out.Bytes()
-}
-
-func writeEscape(out *bytes.Buffer, r rune) {
-	if r > 0xffff {
-		r1, r2 := utf16Surrogates(r)
-		fmt.Fprintf(out, `\u%04x\u%04x`, r1, r2)
-		return
-	}
-	fmt.Fprintf(out, `\u%04x`, r)
-}
-
-func utf16Surrogates(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
-}
+// a terminal would act on escaped (textsafe.WriteJSON).
+func writeJSON(w io.Writer, v any) error { return textsafe.WriteJSON(w, v) }
 
 // safeText returns s for a line of human output: dangerous runes and
 // invalid UTF-8 are escaped (\n, \u202e, \xff), everything else is kept.
 func safeText(s string) string { return textsafe.Text(s) }
-
-// canonicalSet sorts and deduplicates a set of patterns given on the
-// command line; nil when empty (an absent set).
-func canonicalSet(vals []string) []string {
-	if len(vals) == 0 {
-		return nil
-	}
-	out := slices.Clone(vals)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// optionalSet is canonicalSet for step_ids and principals, where ["*"]
-// means the same as absent and is written absent (DESIGN §3).
-func optionalSet(vals []string) []string {
-	s := canonicalSet(vals)
-	if len(s) == 1 && s[0] == "*" {
-		return nil
-	}
-	return s
-}
-
-// parseAmounts reads repeated key=N flags (limits, reservations) into a
-// map; nil when none were given.
-func parseAmounts(flag string, vals []string) (map[string]int64, error) {
-	if len(vals) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]int64, len(vals))
-	for _, v := range vals {
-		k, n, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want key=N, like budget_usd=800", flag, v)
-		}
-		x, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || x < 0 || x > scope.MaxInt {
-			return nil, fmt.Errorf("--%s %q: %q is not an integer in 0..%d", flag, v, n, int64(scope.MaxInt))
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--%s: key %q given twice", flag, k)
-		}
-		m[k] = x
-	}
-	return m, nil
-}
-
-// parsePairs reads repeated key=value flags (side effects); nil when none.
-func parsePairs(flag string, vals []string) (map[string]string, error) {
-	if len(vals) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(vals))
-	for _, v := range vals {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want key=value, like booking_ref=XK42", flag, v)
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("--%s: key %q given twice", flag, k)
-		}
-		m[k] = val
-	}
-	return m, nil
-}
-
-// seconds converts a duration flag to whole, positive seconds.
-func seconds(flag string, d time.Duration) (int64, error) {
-	if d <= 0 || d%time.Second != 0 {
-		return 0, fmt.Errorf("--%s %s: want a positive whole number of seconds, like 15m or 90s", flag, d)
-	}
-	return int64(d / time.Second), nil
-}
-
-// newID returns a fresh statement id: <prefix>_<8 random hex digits>.
-func newID(prefix string) string {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return prefix + "_" + hex.EncodeToString(b[:])
-}
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/demo"
+	"github.com/custodylog/custody/internal/location"
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
@@ -36,7 +35,7 @@ Example:
 
    custody demo --dir /tmp/custody-demo`,
 		Flags: []cli.Flag{
-			locFlag(locDir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
+			locFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
 			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
 			jsonFlag(),
 		},
@@ -48,19 +47,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
-			if loc.from != "--dir" {
-				base := loc.value
-				dir = filepath.Join(base, "demo-"+time.Now().UTC().Format("20060102-150405"))
-				// Two demos in the same second get their own folders.
-				for n := 2; ; n++ {
-					if _, err := os.Stat(dir); os.IsNotExist(err) {
-						break
-					}
-					dir = filepath.Join(base, fmt.Sprintf("demo-%s-%d", time.Now().UTC().Format("20060102-150405"), n))
-				}
+			dir := loc.Value
+			if loc.From != "--dir" {
+				dir = demo.NewDir(loc.Value, time.Now())
 			}
-			if err := freshDir(dir, c.Bool("force")); err != nil {
+			if err := demo.Fresh(dir, c.Bool("force")); err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
 			w := c.Root().Writer
@@ -102,26 +93,6 @@ Example:
 			return nil
 		},
 	}
-}
-
-// freshDir makes sure dir can take a new ledger: absent or empty, or (with
-// force) a custody ledger, which is then deleted. It never deletes a folder
-// that does not look like a ledger.
-func freshDir(dir string, force bool) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !force {
-		return fmt.Errorf("%s is not empty (use another --dir, or --force to delete the ledger in it)", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "custody.json")); err != nil {
-		return fmt.Errorf("%s is not empty and does not hold a custody ledger: refusing to delete it", dir)
-	}
-	return os.RemoveAll(dir)
 }
 
 // version is the module version the binary was built from.

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/keyfile"
+	"github.com/custodylog/custody/internal/location"
 )
 
 func init() { register(gateCommand) }
@@ -121,7 +118,7 @@ Example:
      --key agent.pem --grant confirm_42 --config gate.json \
      -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
 		Flags: []cli.Flag{
-			locFlag(locLedger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
+			locFlag(location.Ledger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it"),
 			&cli.StringFlag{Name: "key", Usage: "the agent's private key `FILE` (PKCS#8 PEM; the grant's grantee)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_KEY")},
 			&cli.StringFlag{Name: "grant", Usage: "the `ID` of the CONFIRM or DELEGATE the agent acts under", Sources: cli.EnvVars("CUSTODY_GRANT")},
@@ -144,7 +141,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	if k, _ := logKeyArg(c); k == "" {
-		return usage(c, "--log-key is required ($%s)", logKeyEnv)
+		return usage(c, "--log-key is required ($%s)", location.LogKeyEnv)
 	}
 	for _, f := range []string{"key", "grant", "config"} {
 		if c.String(f) == "" {
@@ -157,12 +154,12 @@ func runGate(ctx context.Context, c *cli.Command) error {
 	}
 	addr := c.String("http")
 	if addr != "" {
-		if err := loopbackAddr(addr); err != nil {
+		if err := gate.LoopbackAddr(addr); err != nil {
 			return usage(c, "--http %s: %v", addr, err)
 		}
 	}
 	if m := c.String("metrics"); m != "" {
-		if err := loopbackAddr(m); err != nil {
+		if err := gate.LoopbackAddr(m); err != nil {
 			return usage(c, "--metrics %s: %v", m, err)
 		}
 	}
@@ -173,7 +170,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 	stderr := c.Root().ErrWriter
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "custody gate")
 
-	g, err := startGate(ctx, c, loc.value, ups, logger, stderr)
+	g, err := startGate(ctx, c, loc.Value, ups, logger, stderr)
 	if err != nil {
 		if addr != "" {
 			return err
@@ -183,50 +180,22 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		// every call with what is wrong and how to fix it; it exits (with
 		// the error's code) when the host hangs up.
 		logger.Error("the gate could not start; it answers every call with this error until the host stops it", "err", err)
-		srv := gate.Unavailable(oneLine(err.Error()), version())
-		rerr := srv.Run(ctx, &gate.StdioTransport{Reader: c.Root().Reader, Writer: c.Root().Writer})
-		if rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, mcp.ErrConnectionClosed) && !errors.Is(rerr, io.EOF) {
-			logger.Error("serving the error", "err", rerr)
-		}
+		gate.ServeUnavailable(ctx, oneLine(err.Error()), version(), c.Root().Reader, c.Root().Writer, logger)
 		return err
 	}
 	defer g.Close()
-	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", loc.value)
+	logger.Info("gating", "grant", c.String("grant"), "workflow", g.Workflow(), "ledger", loc.Value)
 	if m := c.String("metrics"); m != "" {
-		ln, err := net.Listen("tcp", m)
+		stop, err := gate.ServeMetrics(m, g.Metrics(), logger)
 		if err != nil {
 			return fmt.Errorf("--metrics %s: %w", m, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(g.Metrics(), promhttp.HandlerOpts{}))
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(ln)
-		defer msrv.Close()
-		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		defer stop()
 	}
-
 	if addr == "" {
-		t := &gate.StdioTransport{Reader: c.Root().Reader, Writer: c.Root().Writer, Rejected: func(code int64, msg string) {
-			logger.Warn("refused a message from the agent", "jsonrpc_code", code, "reason", msg)
-		}}
-		err := g.Server().Run(ctx, t)
-		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
-			return nil
-		}
-		return err
+		return g.ServeStdio(ctx, c.Root().Reader, c.Root().Writer, logger)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, nil)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/")
-	go func() { <-ctx.Done(); srv.Close() }()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return g.ServeHTTP(ctx, addr, logger)
 }
 
 func gateUpstreams(c *cli.Command) []gate.Upstream {
@@ -270,7 +239,7 @@ func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate
 	if err != nil {
 		return nil, err
 	}
-	priv, err := readPrivateKey(c.String("key"))
+	priv, err := keyfile.ReadPrivate(c.String("key"))
 	if err != nil {
 		hint := ""
 		if !filepath.IsAbs(c.String("key")) {
@@ -351,20 +320,4 @@ Example:
 			return nil
 		},
 	}
-}
-
-// loopbackAddr checks that addr listens on a loopback address only.
-func loopbackAddr(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return errors.New("the gate serves HTTP on a loopback address only (127.0.0.1, [::1], localhost)")
-	}
-	return nil
 }

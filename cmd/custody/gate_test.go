@@ -21,15 +21,6 @@ import (
 	"github.com/custodylog/custody/sign"
 )
 
-func TestGateLoopbackOnly(t *testing.T) {
-	for addr, ok := range map[string]bool{"127.0.0.1:8931": true, "[::1]:8931": true, "localhost:0": true,
-		"0.0.0.0:8931": false, ":8931": false, "192.0.2.1:80": false, "example.com:80": false} {
-		if err := loopbackAddr(addr); (err == nil) != ok {
-			t.Errorf("%s: %v", addr, err)
-		}
-	}
-}
-
 // TestGateUsage: missing flags, a bad configuration and a non-loopback
 // --http are usage errors (exit 2) that name the input.
 func TestGateUsage(t *testing.T) {

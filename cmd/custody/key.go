@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
@@ -80,16 +80,14 @@ Example:
 				}
 				defer clear(pass)
 			}
-			pub, priv, err := sign.GenerateKey()
+			priv, err := keyfile.Generate(out, pass, c.Bool("force"))
 			if err != nil {
-				return err
-			}
-			if err := sign.WritePrivateKeyFile(out, priv, pass, c.Bool("force")); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					return fmt.Errorf("key generate: %s already exists (refusing to overwrite; --force replaces it)", out)
 				}
 				return fmt.Errorf("key generate: %w", err)
 			}
+			pub := priv.Public().(ed25519.PublicKey)
 			clear(priv)
 			info := keyInfo{File: out, PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Name: c.String("name"), Encrypted: len(pass) > 0}
 			if c.Bool("json") {
@@ -149,7 +147,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			pub, private, err := loadAnyPublicKey(a[0])
+			pub, private, err := keyfile.Public(a[0])
 			if err != nil {
 				return fmt.Errorf("key public: %w", err)
 			}
@@ -170,21 +168,4 @@ Example:
 			return nil
 		},
 	}
-}
-
-// loadAnyPublicKey returns the public key of a private key file, a public
-// key file, or a base64 public key; private reports which it was.
-func loadAnyPublicKey(arg string) (ed25519.PublicKey, bool, error) {
-	if data, err := os.ReadFile(arg); err == nil && bytes.Contains(data, []byte("PRIVATE KEY-----")) {
-		clear(data)
-		priv, err := readPrivateKey(arg)
-		if err != nil {
-			return nil, true, err
-		}
-		pub := publicOf(priv)
-		clear(priv)
-		return pub, true, nil
-	}
-	pub, err := sign.LoadPublicKey(arg)
-	return pub, false, err
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/keyfile"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
 )
@@ -40,7 +39,7 @@ Example:
    custody key rotate-denial --dir ./custody-data --admin-key ./custody-data/keys/admin.key`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "admin-key", Usage: "the admin's private key file (it signs the log_key statement)", Required: true, TakesFile: true},
 			&cli.StringFlag{Name: "new-key", Usage: "the new DENIAL key's private key file (default: generate keys/denial-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
@@ -54,14 +53,14 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
-			admin, err := readPrivateKey(c.String("admin-key"))
+			dir := loc.Value
+			admin, err := keyfile.ReadPrivate(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("key rotate-denial: --admin-key: %w", err)
 			}
 			defer clear(admin)
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
-			keyFile, generated := c.String("new-key"), ""
+			keyFile := c.String("new-key")
 			if keyFile != "" {
 				if c.Bool("encrypt") {
 					return usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
@@ -70,32 +69,13 @@ Example:
 					return err
 				}
 			} else {
-				if _, err := os.Stat(filepath.Join(dir, "custody.json")); err != nil {
-					return fmt.Errorf("key rotate-denial: no ledger in %s: %w", dir, err)
-				}
-				for n := 2; ; n++ {
-					keyFile = fmt.Sprintf("keys/denial-%d.key", n)
-					if _, err := os.Lstat(filepath.Join(dir, keyFile)); errors.Is(err, fs.ErrNotExist) {
-						break
-					}
-				}
 				var pass []byte
-				if c.Bool("encrypt") {
-					if pass, err = sign.NewPassphrase("passphrase for " + filepath.Join(dir, keyFile) + ": ")(); err != nil {
-						return err
-					}
+				if keyFile, pass, err = keyfile.NewInFolder(dir, "denial", c.Bool("encrypt")); err != nil {
+					return fmt.Errorf("key rotate-denial: %w", err)
+				}
+				if pass != nil {
 					defer clear(pass)
 					opts.Passphrase = func() ([]byte, error) { return append([]byte(nil), pass...), nil }
-				}
-				_, priv, err := sign.GenerateKey()
-				if err != nil {
-					return err
-				}
-				generated = filepath.Join(dir, keyFile)
-				err = sign.WritePrivateKeyFile(generated, priv, pass, false)
-				clear(priv)
-				if err != nil {
-					return fmt.Errorf("key rotate-denial: writing the new key: %w", err)
 				}
 			}
 			r, err := ledger.RotateDenialKey(dir, keyFile, admin, opts)

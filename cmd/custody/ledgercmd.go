@@ -1,26 +1,27 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/entryview"
+	"github.com/custodylog/custody/internal/keyfile"
+	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/submit"
+	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/publish"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 )
@@ -51,7 +52,7 @@ Example:
    custody init --store postgres://custody@db/custody --log payments --origin example.com/payments`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -69,21 +70,21 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
+			dir := loc.Value
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
 				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
 			}
-			if o.ClockSkewSeconds, err = seconds("clock-skew", c.Duration("clock-skew")); err != nil {
+			if o.ClockSkewSeconds, err = author.Seconds("clock-skew", c.Duration("clock-skew")); err != nil {
 				return usage(c, "%v", err)
 			}
-			if o.MaxTTLSeconds, err = seconds("max-ttl", c.Duration("max-ttl")); err != nil {
+			if o.MaxTTLSeconds, err = author.Seconds("max-ttl", c.Duration("max-ttl")); err != nil {
 				return usage(c, "%v", err)
 			}
 			adminFile := filepath.Join(dir, ledger.AdminKeyFile)
 			generated := false // the admin key was generated here, into a file of the current folder
 			if f := c.String("admin-key"); f != "" {
-				if o.AdminKey, err = readPrivateKey(f); err != nil {
+				if o.AdminKey, err = keyfile.ReadPrivate(f); err != nil {
 					return fmt.Errorf("init: admin key: %w", err)
 				}
 				adminFile = f
@@ -91,14 +92,11 @@ Example:
 				// A log in a database keeps only what its servers need
 				// there; the admin key goes to a file here, to keep offline.
 				adminFile = "custody-admin.key"
-				if loc.log != "" {
-					adminFile = "custody-admin-" + loc.log + ".key"
+				if loc.Log != "" {
+					adminFile = "custody-admin-" + loc.Log + ".key"
 				}
-				_, priv, err := sign.GenerateKey()
+				priv, err := keyfile.Generate(adminFile, nil, false)
 				if err != nil {
-					return err
-				}
-				if err := sign.WritePrivateKeyFile(adminFile, priv, nil, false); err != nil {
 					return fmt.Errorf("init: writing the new admin key: %w (give one with --admin-key)", err)
 				}
 				o.AdminKey, generated = priv, true
@@ -108,7 +106,7 @@ Example:
 				logFile = ledger.LogKeyFile + " (in the database)"
 			}
 			if f := c.String("log-private-key"); f != "" {
-				if o.LogKey, err = readPrivateKey(f); err != nil {
+				if o.LogKey, err = keyfile.ReadPrivate(f); err != nil {
 					return fmt.Errorf("init: log key: %w", err)
 				}
 				if logFile, err = filepath.Abs(f); err != nil {
@@ -138,7 +136,7 @@ Example:
 				return err
 			}
 			maxDepth, skew, maxTTL := gd.Params()
-			out := initInfo{Dir: dir, Log: loc.log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
+			out := initInfo{Dir: dir, Log: loc.Log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
 				AdminKeyFile: adminFile, AdminKeyID: sign.KeyID(adminPub), LogKeyFile: logFile,
 				MaxDepth: maxDepth, ClockSkewSeconds: skew, MaxTTLSeconds: maxTTL, Size: l.Head().Size}
 			if c.Bool("json") {
@@ -152,7 +150,7 @@ Example:
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
 			fmt.Fprintf(w, "   custody key generate --out alice.key --name user:alice\n")
-			where := "--" + string(loc.kind)
+			where := "--" + string(loc.Kind)
 			fmt.Fprintf(w, "   custody principal enroll %s %s --admin-key %s --name user:alice --public-key alice.key\n", where, dir, adminFile)
 			fmt.Fprintf(w, "   custody key generate --out planner.key --name agent:planner\n")
 			fmt.Fprintf(w, "   custody confirm %s %s --key alice.key --grantee agent:planner --grantee-key planner.key \\\n", where, dir)
@@ -176,22 +174,6 @@ type initInfo struct {
 	ClockSkewSeconds int64  `json:"clock_skew_seconds"`
 	MaxTTLSeconds    int64  `json:"max_ttl_seconds"`
 	Size             uint64 `json:"size"`
-}
-
-// maxLine bounds one line of append's input, well above the largest
-// submission the ledger reads.
-const maxLine = 4 << 20
-
-// appendLine is append's --json output for one envelope.
-type appendLine struct {
-	Line           int     `json:"line"`
-	Verdict        string  `json:"verdict"` // accepted, held, denied, refused
-	Index          *uint64 `json:"index,omitempty"`
-	ExpiresAt      string  `json:"expires_at,omitempty"` // held: the approval deadline
-	ReasonCode     string  `json:"reason_code,omitempty"`
-	Reason         string  `json:"reason,omitempty"`
-	Duplicate      bool    `json:"duplicate,omitempty"`
-	CheckpointSize uint64  `json:"checkpoint_size,omitempty"`
 }
 
 func appendCommand() *cli.Command {
@@ -251,7 +233,25 @@ Example:
 			if isTerminal(c.Root().ErrWriter) && !isTerminal(c.Root().Writer) && (total < 0 || total > 1<<20) {
 				bar = &progress{w: c.Root().ErrWriter}
 			}
-			bad, err := appendAll(ctx, l, in, n, c.Root().Writer, c.Bool("json"), bar)
+			src, w, count := submit.NewInput(in, total), c.Root().Writer, 0
+			bad, err := submit.All(ctx, l, src, int(n), func(a submit.Answer) error {
+				count++
+				if c.Bool("json") {
+					b, err := json.Marshal(a)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "%s\n", textsafe.JSON(b))
+				} else {
+					fmt.Fprintln(w, appendText(a))
+				}
+				if pct := src.Percent(); pct >= 0 {
+					bar.show(false, "appended %d envelopes (%d%% of the input)", count, pct)
+				} else {
+					bar.show(false, "appended %d envelopes", count)
+				}
+				return nil
+			})
 			bar.clear()
 			if err != nil {
 				return fmt.Errorf("append: %w", err)
@@ -264,25 +264,11 @@ Example:
 	}
 }
 
-// countingReader counts bytes read, for progress.
-type countingReader struct {
-	r     io.ReadCloser
-	n     atomic.Int64
-	total int64 // -1 if unknown
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-func (c *countingReader) Close() error { return c.r.Close() }
-
 // openInput opens FILE or standard input and returns its size if known
 // (-1 otherwise).
-func openInput(c *cli.Command, name string) (*countingReader, int64, error) {
+func openInput(c *cli.Command, name string) (io.ReadCloser, int64, error) {
 	if name == "-" {
-		return &countingReader{r: io.NopCloser(c.Root().Reader), total: -1}, -1, nil
+		return io.NopCloser(c.Root().Reader), -1, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -292,129 +278,10 @@ func openInput(c *cli.Command, name string) (*countingReader, int64, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	return &countingReader{r: f, total: size}, size, nil
+	return f, size, nil
 }
 
-// submission is one envelope in flight.
-type submission struct {
-	line int
-	res  *ledger.Result
-	err  error
-	done chan struct{}
-}
-
-// appendAll submits every envelope of in with at most n in flight, prints
-// the answers in input order, and returns how many were denied or refused.
-// With n = 1 each envelope is submitted only after the previous one was
-// answered, so the log's order is the input's.
-// orderedWindow is how many envelopes a local append keeps in flight while
-// keeping their order.
-const orderedWindow = 512
-
-func appendAll(ctx context.Context, l logStore, in *countingReader, n int, w io.Writer, asJSON bool, bar *progress) (int, error) {
-	// A local ledger sequences submissions in the order one goroutine makes
-	// them, so the reader submits them itself, in input order, and keeps a
-	// window in flight: ordered and batched. A server gets n at a time.
-	local, isLocal := l.(interface {
-		Submit(context.Context, []byte) (*ledger.Pending, error)
-	})
-	if isLocal && n == 1 {
-		n = orderedWindow
-	}
-	queue := make(chan *submission, n)
-	sem := make(chan struct{}, n)
-	var readErr error
-	go func() {
-		defer close(queue)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
-		for line := 1; sc.Scan(); line++ {
-			data := bytes.TrimSpace(sc.Bytes())
-			if len(data) == 0 {
-				continue
-			}
-			data = bytes.Clone(data)
-			s := &submission{line: line, done: make(chan struct{})}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				readErr = ctx.Err()
-				return
-			}
-			if isLocal {
-				p, err := local.Submit(ctx, data)
-				go func() {
-					defer close(s.done)
-					if s.err = err; err == nil {
-						s.res, s.err = p.Wait(ctx)
-					}
-					<-sem
-				}()
-			} else {
-				go func() {
-					defer close(s.done)
-					s.res, s.err = l.Append(ctx, data)
-					<-sem
-				}()
-			}
-			queue <- s
-		}
-		if err := sc.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				err = fmt.Errorf("a line is longer than %d bytes", maxLine)
-			}
-			readErr = err
-		}
-	}()
-	bad, count := 0, 0
-	var firstErr error
-	for s := range queue {
-		<-s.done
-		count++
-		out := appendLine{Line: s.line}
-		var de *authority.DecisionError
-		switch {
-		case s.err == nil:
-			idx := s.res.Index
-			out.Index, out.Verdict, out.Duplicate, out.CheckpointSize = &idx, s.res.Verdict.String(), s.res.Duplicate, s.res.Head.Size
-			out.ReasonCode, out.Reason = string(s.res.Code), s.res.Reason
-			if s.res.Verdict == authority.Accepted && s.res.Hold != nil {
-				out.Verdict, out.ExpiresAt = "held", statement.FormatLoggedAt(s.res.Hold.ExpiresAt)
-			}
-		case errors.As(s.err, &de):
-			out.Verdict, out.ReasonCode, out.Reason = "refused", string(de.Code), de.Reason
-		default:
-			// Storage failure, closed ledger, interrupted: stop here.
-			if firstErr == nil {
-				firstErr = fmt.Errorf("line %d: %w", s.line, s.err)
-			}
-			continue
-		}
-		if out.Verdict != "accepted" && out.Verdict != "held" {
-			bad++
-		}
-		if asJSON {
-			b, err := json.Marshal(out)
-			if err != nil {
-				return bad, err
-			}
-			fmt.Fprintf(w, "%s\n", jsonSafe(b))
-		} else {
-			fmt.Fprintln(w, appendText(out))
-		}
-		if in.total > 0 {
-			bar.show(false, "appended %d envelopes (%d%% of the input)", count, in.n.Load()*100/in.total)
-		} else {
-			bar.show(false, "appended %d envelopes", count)
-		}
-	}
-	if firstErr != nil {
-		return bad, firstErr
-	}
-	return bad, readErr
-}
-
-func appendText(o appendLine) string {
+func appendText(o submit.Answer) string {
 	dup := ""
 	if o.Duplicate {
 		dup = " (duplicate: decided before)"
@@ -473,93 +340,13 @@ Example:
 			if err != nil {
 				return fmt.Errorf("get: %w", err)
 			}
-			out := describeEntry(e)
+			out := entryview.Describe(e)
 			if c.Bool("json") {
 				return writeJSON(c.Root().Writer, out)
 			}
-			printEntry(c.Root().Writer, out, l.Head().Size)
+			out.WriteText(c.Root().Writer, l.Head().Size)
 			return nil
 		},
-	}
-}
-
-// entryInfo is how get shows an entry; with --json these are the fields.
-type entryInfo struct {
-	Index          uint64          `json:"index"`
-	LoggedAt       string          `json:"logged_at"`
-	Kind           string          `json:"kind"`
-	ID             string          `json:"id"`
-	Actor          string          `json:"actor"`
-	KeyID          string          `json:"key_id"`
-	Seq            uint64          `json:"seq"`
-	Workflow       string          `json:"workflow_id,omitempty"`
-	PrevInWorkflow *uint64         `json:"prev_in_workflow,omitempty"`
-	TrustHead      uint64          `json:"trust_head"`
-	LeafHash       string          `json:"leaf_hash"`
-	Statement      json.RawMessage `json:"statement"`
-	Denial         *denialInfo     `json:"denial,omitempty"`
-}
-
-type denialInfo struct {
-	ReasonCode    string          `json:"reason_code"`
-	Reason        string          `json:"reason"`
-	StatementType string          `json:"statement_type"`
-	StatementID   string          `json:"statement_id,omitempty"`
-	SignerKeyID   string          `json:"signer_keyid"`
-	Statement     json.RawMessage `json:"denied_statement,omitempty"` // the denied payload, if it is JSON
-}
-
-func describeEntry(e *ledger.Entry) entryInfo {
-	h := e.Statement.Head()
-	out := entryInfo{Index: e.Index, LoggedAt: statement.FormatLoggedAt(e.LoggedAt), Kind: string(h.Type),
-		ID: e.Statement.ID(), Actor: h.Actor, KeyID: e.Envelope.KeyID, Seq: h.Seq, Workflow: e.Statement.WorkflowID(),
-		PrevInWorkflow: e.Prev, TrustHead: e.TrustHead, LeafHash: merkle.LeafHash(e.Leaf).String(),
-		Statement: json.RawMessage(e.Envelope.Payload)}
-	if d, ok := e.Statement.(*statement.DenialDoc); ok {
-		out.Denial = &denialInfo{ReasonCode: d.ReasonCode, Reason: d.Reason, StatementType: string(d.StatementType),
-			StatementID: d.StatementID, SignerKeyID: d.SignerKeyID}
-		if d.Envelope != nil {
-			if p, err := base64.StdEncoding.DecodeString(d.Envelope.Payload); err == nil && json.Valid(p) {
-				out.Denial.Statement = p
-			}
-		}
-	}
-	return out
-}
-
-func printEntry(w io.Writer, e entryInfo, size uint64) {
-	fmt.Fprintf(w, "entry %d of %d\n", e.Index, size)
-	row := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k, v) }
-	row("logged_at", e.LoggedAt)
-	row("kind", e.Kind)
-	row("id", safeText(e.ID))
-	row("actor", safeText(e.Actor))
-	row("key id", e.KeyID)
-	row("seq", fmt.Sprint(e.Seq))
-	if e.Workflow != "" {
-		row("workflow", safeText(e.Workflow))
-	}
-	switch {
-	case e.PrevInWorkflow != nil:
-		row("prev_in_workflow", fmt.Sprint(*e.PrevInWorkflow))
-	case e.Kind == string(statement.Genesis) || e.Kind == string(statement.Principal):
-		row("prev_in_workflow", "none (first of the trust chain)")
-	case e.Workflow != "":
-		row("prev_in_workflow", "none (first of its workflow)")
-	}
-	row("trust_head", fmt.Sprint(e.TrustHead))
-	row("leaf hash", e.LeafHash)
-	if d := e.Denial; d != nil {
-		id := ""
-		if d.StatementID != "" {
-			id = " " + safeText(d.StatementID)
-		}
-		row("decision", fmt.Sprintf("denied %s%s: %s: %s", d.StatementType, id, d.ReasonCode, safeText(d.Reason)))
-		row("signer key id", d.SignerKeyID)
-	}
-	fmt.Fprintf(w, "statement:\n%s\n", prettyJSON(e.Statement))
-	if e.Denial != nil && e.Denial.Statement != nil {
-		fmt.Fprintf(w, "denied statement:\n%s\n", prettyJSON(e.Denial.Statement))
 	}
 }
 
@@ -589,14 +376,14 @@ Example:
 			if c.Bool("verifier-key") && !c.Bool("json") {
 				// The key comes from the config and key files alone, so
 				// that it prints from a damaged folder too.
-				if loc, err := resolveLocation(c); err == nil && loc.kind == locDir {
+				if loc, err := resolveLocation(c); err == nil && loc.Kind == location.Dir {
 					if _, err := args(c, 0, 0, ""); err != nil {
 						return err
 					}
-					vk, err := ledger.FolderVerifierKey(loc.value, ledger.Options{
-						Passphrase: sign.Passphrase("passphrase for the log key of " + loc.value + ": ")})
+					vk, err := ledger.FolderVerifierKey(loc.Value, ledger.Options{
+						Passphrase: sign.Passphrase("passphrase for the log key of " + loc.Value + ": ")})
 					if err != nil {
-						return fmt.Errorf("reading the verifier key%s: %w", loc.why(), err)
+						return fmt.Errorf("reading the verifier key%s: %w", loc.Why(), err)
 					}
 					_, err = fmt.Fprintln(c.Root().Writer, vk)
 					return err
@@ -646,15 +433,6 @@ Example:
 	}
 }
 
-type inclusionInfo struct {
-	Index      uint64   `json:"index"`
-	Size       uint64   `json:"size"`
-	LeafHash   string   `json:"leaf_hash"`
-	Root       string   `json:"root"`
-	Proof      []string `json:"proof"`
-	Checkpoint string   `json:"checkpoint,omitempty"` // when size is the latest checkpoint's
-}
-
 func proofInclusionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inclusion",
@@ -698,21 +476,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			out := inclusionInfo{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
+			out := api.Inclusion{Index: index, Size: size, LeafHash: merkle.LeafHash(leaf).String(), Root: root.String(), Proof: hashStrings(proof)}
 			if size == head.Size {
 				out.Checkpoint = string(head.Checkpoint)
 			}
 			return writeJSON(c.Root().Writer, out)
 		}),
 	}
-}
-
-type consistencyInfo struct {
-	From     uint64   `json:"from"`
-	To       uint64   `json:"to"`
-	FromRoot string   `json:"from_root"`
-	ToRoot   string   `json:"to_root"`
-	Proof    []string `json:"proof"`
 }
 
 func proofConsistencyCommand() *cli.Command {
@@ -753,7 +523,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			return writeJSON(c.Root().Writer, consistencyInfo{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
+			return writeJSON(c.Root().Writer, api.Consistency{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
 		}),
 	}
 }
@@ -801,7 +571,7 @@ Example:
    AWS_ENDPOINT_URL_S3=http://127.0.0.1:7070 custody export --dir ./custody-data --tiles s3://logs/prod`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write, or an s3://BUCKET/PREFIX to publish to", Required: true, TakesFile: true},
 			jsonFlag(),
 		},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 )
@@ -23,36 +24,36 @@ import (
 // kinds of location it takes, in its flags' order. A new command that
 // opens a log joins this list; TestEveryCommandLocation fails until it
 // does.
-var wantLocations = map[string][]locKind{
-	"init":              {locDir, locStore},
-	"append":            {locDir, locStore, locLedger},
-	"get":               {locDir, locStore, locLedger},
-	"checkpoint":        {locDir, locStore, locLedger},
-	"proof inclusion":   {locDir, locStore, locLedger},
-	"proof consistency": {locDir, locStore, locLedger},
-	"export":            {locDir, locStore},
-	"prove":             {locDir, locStore, locLedger},
-	"principal enroll":  {locDir, locStore, locLedger},
-	"principal add-key": {locDir, locStore, locLedger},
-	"principal retire":  {locDir, locStore, locLedger},
-	"confirm":           {locDir, locStore, locLedger},
-	"delegate":          {locDir, locStore, locLedger},
-	"receipt":           {locDir, locStore, locLedger},
-	"stop":              {locDir, locStore, locLedger},
-	"resume":            {locDir, locStore, locLedger},
-	"revoke":            {locDir, locStore, locLedger},
-	"approve":           {locDir, locStore, locLedger},
-	"approvals":         {locDir, locStore, locLedger},
-	"demo":              {locDir},
-	"audit":             {locDir, locStore, locTiles, locLedger},
-	"replay":            {locDir, locStore, locLedger, locBundle},
-	"serve":             {locDir, locStore},
-	"key rotate-log":    {locDir, locStore},
-	"key rotate-denial": {locDir, locStore},
-	"gate":              {locLedger},
-	"watch":             {locLedger},
-	"bench serve":       {locLedger},
-	"logs":              {locStore},
+var wantLocations = map[string][]location.Kind{
+	"init":              {location.Dir, location.Store},
+	"append":            {location.Dir, location.Store, location.Ledger},
+	"get":               {location.Dir, location.Store, location.Ledger},
+	"checkpoint":        {location.Dir, location.Store, location.Ledger},
+	"proof inclusion":   {location.Dir, location.Store, location.Ledger},
+	"proof consistency": {location.Dir, location.Store, location.Ledger},
+	"export":            {location.Dir, location.Store},
+	"prove":             {location.Dir, location.Store, location.Ledger},
+	"principal enroll":  {location.Dir, location.Store, location.Ledger},
+	"principal add-key": {location.Dir, location.Store, location.Ledger},
+	"principal retire":  {location.Dir, location.Store, location.Ledger},
+	"confirm":           {location.Dir, location.Store, location.Ledger},
+	"delegate":          {location.Dir, location.Store, location.Ledger},
+	"receipt":           {location.Dir, location.Store, location.Ledger},
+	"stop":              {location.Dir, location.Store, location.Ledger},
+	"resume":            {location.Dir, location.Store, location.Ledger},
+	"revoke":            {location.Dir, location.Store, location.Ledger},
+	"approve":           {location.Dir, location.Store, location.Ledger},
+	"approvals":         {location.Dir, location.Store, location.Ledger},
+	"demo":              {location.Dir},
+	"audit":             {location.Dir, location.Store, location.Tiles, location.Ledger},
+	"replay":            {location.Dir, location.Store, location.Ledger, location.Bundle},
+	"serve":             {location.Dir, location.Store},
+	"key rotate-log":    {location.Dir, location.Store},
+	"key rotate-denial": {location.Dir, location.Store},
+	"gate":              {location.Ledger},
+	"watch":             {location.Ledger},
+	"bench serve":       {location.Ledger},
+	"logs":              {location.Store},
 }
 
 // notLocations are flags named like a location that are something else:
@@ -67,8 +68,8 @@ var locEnvNames = []string{"CUSTODY_LEDGER", "CUSTODY_STORE", "CUSTODY_DIR"}
 
 // locValue is the value the test gives a location of kind k from src
 // ("flag" or "env"): a store needs a postgres:// URL.
-func locValue(src string, k locKind) string {
-	if k == locStore {
+func locValue(src string, k location.Kind) string {
+	if k == location.Store {
 		return "postgres://" + src + "@localhost/custody"
 	}
 	return src + "-" + string(k)
@@ -76,25 +77,25 @@ func locValue(src string, k locKind) string {
 
 // expectLocation is the rule, written out as the README and --help say
 // it, for the test to hold resolveLocation to.
-func expectLocation(kinds []locKind, typed []locKind, env map[string]string) (location, bool) {
+func expectLocation(kinds []location.Kind, typed []location.Kind, env map[string]string) (location.Location, bool) {
 	if len(typed) > 1 {
-		return location{}, false
+		return location.Location{}, false
 	}
 	if len(typed) == 1 {
-		return location{kind: typed[0], value: locValue("flag", typed[0]), from: "--" + string(typed[0])}, true
+		return location.Location{Kind: typed[0], Value: locValue("flag", typed[0]), From: "--" + string(typed[0])}, true
 	}
 	for _, e := range []struct {
-		k locKind
+		k location.Kind
 		n string
-	}{{locLedger, "CUSTODY_LEDGER"}, {locStore, "CUSTODY_STORE"}, {locDir, "CUSTODY_DIR"}} {
+	}{{location.Ledger, "CUSTODY_LEDGER"}, {location.Store, "CUSTODY_STORE"}, {location.Dir, "CUSTODY_DIR"}} {
 		if v := env[e.n]; v != "" && slices.Contains(kinds, e.k) {
-			return location{kind: e.k, value: v, from: "$" + e.n}, true
+			return location.Location{Kind: e.k, Value: v, From: "$" + e.n}, true
 		}
 	}
-	if slices.Contains(kinds, locDir) {
-		return location{kind: locDir, value: "./custody-data", from: "default"}, true
+	if slices.Contains(kinds, location.Dir) {
+		return location.Location{Kind: location.Dir, Value: "./custody-data", From: "default"}, true
 	}
-	return location{}, false
+	return location.Location{}, false
 }
 
 // findCommand returns the command at path in the tree.
@@ -111,12 +112,12 @@ func findCommand(root *cli.Command, path []string) *cli.Command {
 
 // subsets returns every subset of kinds of size at most 2 (three typed
 // flags fail as two do).
-func subsets(kinds []locKind) [][]locKind {
-	out := [][]locKind{nil}
+func subsets(kinds []location.Kind) [][]location.Kind {
+	out := [][]location.Kind{nil}
 	for i := range kinds {
-		out = append(out, []locKind{kinds[i]})
+		out = append(out, []location.Kind{kinds[i]})
 		for j := i + 1; j < len(kinds); j++ {
-			out = append(out, []locKind{kinds[i], kinds[j]})
+			out = append(out, []location.Kind{kinds[i], kinds[j]})
 		}
 	}
 	return out
@@ -129,7 +130,7 @@ func envCombos() []map[string]string {
 		m := map[string]string{}
 		for i, n := range locEnvNames {
 			if mask&(1<<i) != 0 {
-				m[n] = locValue("env", locKind(strings.ToLower(strings.TrimPrefix(n, "CUSTODY_"))))
+				m[n] = locValue("env", location.Kind(strings.ToLower(strings.TrimPrefix(n, "CUSTODY_"))))
 			}
 		}
 		out = append(out, m)
@@ -154,14 +155,14 @@ func TestEveryCommandLocation(t *testing.T) {
 			if src := reflect.ValueOf(f).Elem().FieldByName("Sources"); src.IsValid() {
 				keys := src.Addr().Interface().(*cli.ValueSourceChain).EnvKeys()
 				for _, k := range keys {
-					if slices.Contains(locEnvNames, k) || k == logKeyEnv {
+					if slices.Contains(locEnvNames, k) || k == location.LogKeyEnv {
 						t.Errorf("%s --%s reads $%s itself: location flags leave the environment to resolveLocation", name, n, k)
 					}
 				}
 			}
-			switch locKind(n) {
-			case locDir, locLedger, locStore, locBundle, locTiles:
-				if !slices.Contains(locationKinds(c), locKind(n)) && !notLocations[name+" --"+n] {
+			switch location.Kind(n) {
+			case location.Dir, location.Ledger, location.Store, location.Bundle, location.Tiles:
+				if !slices.Contains(locationKinds(c), location.Kind(n)) && !notLocations[name+" --"+n] {
 					t.Errorf("%s --%s is not a location flag (make it with locFlag)", name, n)
 				}
 			}
@@ -187,10 +188,10 @@ func TestEveryCommandLocation(t *testing.T) {
 	for name, kinds := range wantLocations {
 		for _, typed := range subsets(kinds) {
 			for _, env := range envCombos() {
-				for _, n := range append(locEnvNames, logKeyEnv) {
+				for _, n := range append(locEnvNames, location.LogKeyEnv) {
 					t.Setenv(n, env[n])
 				}
-				var got *location
+				var got *location.Location
 				var gotErr error
 				var stderr strings.Builder
 				app := newApp(strings.NewReader(""), &strings.Builder{}, &stderr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
 )
 
@@ -35,7 +36,7 @@ Example:
    custody logs --store postgres://custody@db/custody
    custody logs --store postgres://custody@db/custody --json`,
 		Flags: []cli.Flag{
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -48,20 +49,20 @@ Example:
 			}
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			logs, err := pgstore.ListLogs(ctx, loc.value)
+			logs, err := pgstore.ListLogs(ctx, loc.Value)
 			if err != nil {
-				return fmt.Errorf("logs%s: %w", loc.why(), err)
+				return fmt.Errorf("logs%s: %w", loc.Why(), err)
 			}
-			if loc.log != "" {
+			if loc.Log != "" {
 				var one []pgstore.LogInfo
 				for _, li := range logs {
-					if li.Name == loc.log {
+					if li.Name == loc.Log {
 						one = append(one, li)
 					}
 				}
 				if len(one) == 0 {
-					base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.value))
-					return fmt.Errorf("the database at %s holds no log named %q (custody logs --store URL lists them)", base, loc.log)
+					base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.Value))
+					return fmt.Errorf("the database at %s holds no log named %q (custody logs --store URL lists them)", base, loc.Log)
 				}
 				logs = one
 			}
@@ -72,7 +73,7 @@ Example:
 				return writeJSON(c.Root().Writer, logs)
 			}
 			if len(logs) == 0 {
-				base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.value))
+				base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.Value))
 				fmt.Fprintf(c.Root().ErrWriter, "custody: the database at %s holds no log yet (custody init --store URL [--log NAME] --origin ORIGIN creates one)\n", base)
 				return nil
 			}

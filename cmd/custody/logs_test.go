@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
 	"github.com/custodylog/custody/storage/storagetest"
 )
@@ -17,7 +18,7 @@ import (
 func TestLogsCommand(t *testing.T) {
 	base := storagetest.PostgresURL(t)
 	t.Chdir(t.TempDir()) // init --store writes the admin key here
-	t.Setenv(logEnv, "")
+	t.Setenv(location.LogEnv, "")
 
 	r := must(t, 0, "logs", "--store", base)
 	if !strings.Contains(r.stderr, "holds no log yet") || r.stdout != "" {
@@ -88,14 +89,14 @@ func TestLogsCommand(t *testing.T) {
 	if o := origin(); o != "example.com/default" {
 		t.Fatalf("no --log opens %s", o)
 	}
-	t.Setenv(logEnv, "team-a")
+	t.Setenv(location.LogEnv, "team-a")
 	if o := origin(); o != "example.com/a" {
 		t.Fatalf("$CUSTODY_LOG=team-a opens %s", o)
 	}
 	if o := origin("--log", "default"); o != "example.com/default" {
 		t.Fatalf("--log default with $CUSTODY_LOG=team-a opens %s; the flag wins", o)
 	}
-	t.Setenv(logEnv, "")
+	t.Setenv(location.LogEnv, "")
 	r = must(t, 1, "checkpoint", "--store", base, "--log", "nope")
 	if !strings.Contains(r.stderr, `no log named "nope"`) || !strings.Contains(r.stderr, "custody init --store URL --log nope") {
 		t.Fatalf("a log that is not there: %s", r.stderr)
@@ -105,7 +106,7 @@ func TestLogsCommand(t *testing.T) {
 // The rules serve's --log, --all-logs and --prefer follow, each broken
 // once: a usage error naming the flag and the rule.
 func TestServeLogsUsage(t *testing.T) {
-	t.Setenv(logEnv, "")
+	t.Setenv(location.LogEnv, "")
 	dir := filepath.Join(t.TempDir(), "d")
 	store := "postgres://custody@127.0.0.1:1/custody"
 	for _, c := range []struct {
@@ -126,7 +127,7 @@ func TestServeLogsUsage(t *testing.T) {
 			t.Errorf("serve %s: %s; want %q", strings.Join(c.args, " "), r.stderr, c.want)
 		}
 	}
-	t.Setenv(logEnv, "a")
+	t.Setenv(location.LogEnv, "a")
 	if r := must(t, 2, "serve", "--addr", "127.0.0.1:0", "--dir", dir); !strings.Contains(r.stderr, "$CUSTODY_LOG=a: a data folder (--dir) holds one log") {
 		t.Errorf("serve --dir with $CUSTODY_LOG=a: %s", r.stderr)
 	}

@@ -4,9 +4,11 @@
 // and replays what a log holds.
 //
 // The rules live in the packages it calls (statement, scope, authority,
-// ledger, merkle, verify); this command parses flags, wires packages
-// together and prints. Some logic still lives here that belongs in a
-// package of its own (see docs/ARCHITECTURE.md, "Packages").
+// ledger, merkle, verify), and what each command does in a package tested
+// on its own (internal/author, internal/submit, internal/location,
+// internal/serving, ...: docs/ARCHITECTURE.md, "Where the CLI reads and
+// writes"). This command defines the flags and their help, turns flags
+// into package calls, prints, and maps errors to exit codes.
 //
 // # Exit codes
 //
@@ -38,6 +40,8 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/internal/exitcode"
+	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/suggest"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/storage"
 )
@@ -261,7 +265,7 @@ func configure(cmd *cli.Command, path string) {
 	}
 	cmd.DisableSliceFlagSeparator = true
 	if kinds := locationKinds(cmd); len(kinds) > 0 {
-		if (slices.Contains(kinds, locStore) || slices.Contains(kinds, locLedger)) && !hasFlag(cmd, "log") {
+		if (slices.Contains(kinds, location.Store) || slices.Contains(kinds, location.Ledger)) && !hasFlag(cmd, "log") {
 			cmd.Flags = append(cmd.Flags, logFlag())
 		}
 		heading := whereCategory(kinds)
@@ -276,7 +280,7 @@ func configure(cmd *cli.Command, path string) {
 			if c.NArg() > 0 {
 				name := c.Args().First()
 				msg := fmt.Sprintf("unknown command %q", name)
-				if s := suggest(name, commandNames(c)); s != "" {
+				if s := suggest.Closest(name, commandNames(c)); s != "" {
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
 				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: errors.New(msg)}}
@@ -316,53 +320,6 @@ func commandNames(c *cli.Command) []string {
 		}
 	}
 	return out
-}
-
-// suggest returns the candidate closest to name, if it is close enough to
-// be what the user meant: a prefix of it, or at most two edits away (one
-// for short names). "" when none is.
-func suggest(name string, candidates []string) string {
-	best, bestD := "", 3
-	if len(name) <= 3 {
-		bestD = 2
-	}
-	for _, c := range candidates {
-		if len(name) >= 3 && strings.HasPrefix(c, name) {
-			return c
-		}
-		if d := editDistance(name, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau-Levenshtein distance (optimal string
-// alignment) between a and b: insertions, deletions, substitutions and
-// swaps of two neighbours each count one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // unavailable reports whether err says the log could not decide now: a

@@ -15,7 +15,11 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/entryview"
+	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
+	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 )
 
@@ -345,10 +349,10 @@ func (e *ledgerEnv) run(code int, args ...string) result {
 }
 
 // decision runs an authoring command with --json and decodes its answer.
-func (e *ledgerEnv) decision(code int, args ...string) decisionInfo {
+func (e *ledgerEnv) decision(code int, args ...string) author.Outcome {
 	e.t.Helper()
 	r := e.run(code, append(args, "--json")...)
-	var d decisionInfo
+	var d author.Outcome
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		e.t.Fatalf("%v: %v\n%s", args, err, r.stdout)
 	}
@@ -388,7 +392,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entry entryInfo
+	var entry entryview.Entry
 	if err := json.Unmarshal([]byte(e.run(0, "get", "--id", "rcpt_1", "--json").stdout), &entry); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +473,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("checkpoint --json %+v, %v", ci, err)
 	}
 	for i := uint64(0); i < cp.Size; i++ {
-		var inc inclusionInfo
+		var inc api.Inclusion
 		if err := json.Unmarshal([]byte(e.run(0, "proof", "inclusion", "--index", itoa(i), "--json").stdout), &inc); err != nil {
 			t.Fatal(err)
 		}
@@ -483,7 +487,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("inclusion %d text %q, json %q", i, text, want)
 		}
 	}
-	var cons consistencyInfo
+	var cons api.Consistency
 	if err := json.Unmarshal([]byte(e.run(0, "proof", "consistency", "--from", "5", "--to", "11", "--json").stdout), &cons); err != nil {
 		t.Fatal(err)
 	}
@@ -519,8 +523,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func mustEntry(t *testing.T, e *ledgerEnv, index string) entryInfo {
-	var entry entryInfo
+func mustEntry(t *testing.T, e *ledgerEnv, index string) entryview.Entry {
+	var entry entryview.Entry
 	if err := json.Unmarshal([]byte(e.run(0, "get", "--index", index, "--json").stdout), &entry); err != nil {
 		t.Fatal(err)
 	}
@@ -582,9 +586,9 @@ func TestAppend(t *testing.T) {
 	if res.code != 3 {
 		t.Fatalf("append again: %+v", res)
 	}
-	var verdicts []appendLine
+	var verdicts []submit.Answer
 	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		var a appendLine
+		var a submit.Answer
 		if err := json.Unmarshal([]byte(l), &a); err != nil {
 			t.Fatal(err)
 		}
@@ -612,7 +616,7 @@ func TestAppend(t *testing.T) {
 	os.WriteFile(path, []byte(strings.Join(many, "\n")), 0o644)
 	r = e.run(0, "append", "--parallel", "6", "--json", path)
 	for i, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var a appendLine
+		var a submit.Answer
 		if err := json.Unmarshal([]byte(l), &a); err != nil || a.Verdict != "accepted" || a.Line != i+1 {
 			t.Fatalf("parallel append line %d: %q, %v", i, l, err)
 		}
@@ -644,10 +648,5 @@ func TestSafeText(t *testing.T) {
 		if got := safeText(in); got != want {
 			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
 		}
-	}
-	js := jsonSafe([]byte("{\n  \"r\": \"x\u202ey\"\n}"))
-	var v map[string]string
-	if err := json.Unmarshal(js, &v); err != nil || v["r"] != "x\u202ey" || bytes.ContainsRune(js, '\u202e') {
-		t.Errorf("jsonSafe: %s, %v", js, err)
 	}
 }

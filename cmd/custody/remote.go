@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
@@ -42,7 +43,7 @@ var (
 // data folder.
 func remoteFlags() []cli.Flag {
 	return []cli.Flag{
-		locFlag(locLedger, ""),
+		locFlag(location.Ledger, ""),
 		logKeyFlag("with --ledger: the checkpoint verifier key every answer is checked against (default: ask the server, trust on first use)"),
 	}
 }
@@ -50,7 +51,7 @@ func remoteFlags() []cli.Flag {
 // withRemote returns flags with --store and the remote flags after the
 // first one (--dir).
 func withRemote(flags ...cli.Flag) []cli.Flag {
-	return append(append(append(flags[:1:1], locFlag(locStore, "")), remoteFlags()...), flags[1:]...)
+	return append(append(append(flags[:1:1], locFlag(location.Store, "")), remoteFlags()...), flags[1:]...)
 }
 
 // openStore opens the log where c reads and writes (resolveLocation): a
@@ -69,12 +70,12 @@ func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore
 	if err != nil {
 		return nil, err
 	}
-	if loc.kind == locLedger {
+	if loc.Kind == location.Ledger {
 		vkey, err := optionalLogKey(c)
 		if err != nil {
 			return nil, err
 		}
-		cl, err := remotelog.Client(ctx, loc.value, vkey, 4)
+		cl, err := remotelog.Client(ctx, loc.Value, vkey, 4)
 		if err != nil {
 			return nil, err
 		}

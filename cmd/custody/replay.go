@@ -4,82 +4,46 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/durable"
+	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/internal/verifycli"
-	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/internal/workflowbundle"
 	"github.com/custodylog/custody/replay"
-	"github.com/custodylog/custody/verify"
 )
 
 func init() { register(replayCommand) }
 
-// workflowSource yields a workflow's bundle and the verifier key to check
-// it with. Replay trusts neither: replay.Build verifies the bundle. New
-// sources (a remote ledger) plug in here.
-type workflowSource interface {
-	// Bundle returns the bundle of workflow wf (all its entries and the
-	// trust chain they rest on) and the log's verifier key.
-	Bundle(ctx context.Context, wf string) (*verify.Bundle, string, error)
-	Close() error
-}
-
-// localSource reads a workflow from a ledger's data folder.
-type localSource struct{ l *ledger.Ledger }
-
-func (s localSource) Bundle(_ context.Context, wf string) (*verify.Bundle, string, error) {
-	idx, err := s.l.WorkflowIndexes(wf)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := s.l.Prove(idx[len(idx)-1], true)
-	if err != nil {
-		return nil, "", fmt.Errorf("building the bundle of workflow %q: %w", wf, err)
-	}
-	// The ledger's own key: the checkpoint it signed must verify under it.
-	return b, s.l.VerifierKey(), nil
-}
-
-func (s localSource) Close() error { return s.l.Close() }
-
-// fileSource is a bundle file, checked against a key the user gives.
-type fileSource struct {
-	path, vkey string
-}
-
-func (s fileSource) Bundle(_ context.Context, wf string) (*verify.Bundle, string, error) {
-	data, err := os.ReadFile(s.path)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := verify.ParseBundle(data)
-	if err != nil {
-		return nil, "", err
-	}
-	return b, s.vkey, nil
-}
-
-func (s fileSource) Close() error { return nil }
-
 // replaySource opens where c reads the workflow from (resolveLocation).
-func replaySource(c *cli.Command) (workflowSource, error) {
+func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 	loc, err := resolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
-	switch loc.kind {
-	case locLedger:
-		return remoteReplaySource(c, loc)
-	case locBundle:
+	switch loc.Kind {
+	case location.Ledger:
+		// The server is trusted for nothing: its bundle is verified as a
+		// local or file bundle is.
+		vkey, err := optionalLogKey(c)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := remotelog.Client(context.Background(), loc.Value, vkey, 4)
+		if err != nil {
+			return nil, err
+		}
+		return workflowbundle.Server(cl), nil
+	case location.Bundle:
 		vkey, err := verifierKeyArg(c, "log-key")
 		if err != nil {
 			return nil, err
 		}
-		return fileSource{path: loc.value, vkey: vkey}, nil
+		return workflowbundle.File(loc.Value, vkey), nil
 	}
 	if c.IsSet("log-key") {
 		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
@@ -88,7 +52,7 @@ func replaySource(c *cli.Command) (workflowSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localSource{l}, nil
+	return workflowbundle.Ledger(l), nil
 }
 
 // verifierKeyArg reads the log's checkpoint verifier key given as a
@@ -157,9 +121,9 @@ Example:
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
-			locFlag(locLedger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
-			locFlag(locBundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
+			locFlag(location.Store, ""),
+			locFlag(location.Ledger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
+			locFlag(location.Bundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
 			&cli.StringFlag{Name: "workflow", Usage: "the workflow to replay (with --bundle: checked against the bundle's)"},
 			logKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			jsonFlag(),
@@ -192,7 +156,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
-			_, fromFile := src.(fileSource)
+			fromFile := workflowbundle.IsFile(src)
 			rep, err := replay.Build(b, vkey, replay.Options{ClockWarn: c.Duration("clock-warn"), Policy: policy, BundleFile: fromFile})
 			if err != nil {
 				return fmt.Errorf("replay: %w", err)
@@ -233,40 +197,6 @@ Example:
 	}
 }
 
-// writeFileAtomic writes data to a temporary file beside path, fsyncs it,
-// and renames it into place, so path never holds a torn file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
+// writeFileAtomic replaces path with data atomically and durably
+// (internal/durable), so path never holds a torn file.
+func writeFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/keyfile"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
 )
@@ -49,7 +49,7 @@ Example:
    custody verify wf.bundle.json --log-key log.keys`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
@@ -63,7 +63,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			dir := loc.value
+			dir := loc.Value
 			opts := ledger.Options{Passphrase: sign.Passphrase("passphrase for the keys of " + dir + ": ")}
 			var r *ledger.Rotation
 			if c.Bool("finish") {
@@ -94,34 +94,15 @@ func startRotation(c *cli.Command, dir string, opts ledger.Options) (*ledger.Rot
 		}
 		return ledger.RotateCheckpointKey(dir, abs, opts)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "custody.json")); err != nil {
-		return nil, fmt.Errorf("no ledger in %s: %w", dir, err)
-	}
-	var rel string
-	for n := 2; ; n++ {
-		rel = fmt.Sprintf("keys/checkpoint-%d.key", n)
-		if _, err := os.Lstat(filepath.Join(dir, rel)); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-	}
-	var pass []byte
-	if c.Bool("encrypt") {
-		var err error
-		if pass, err = sign.NewPassphrase("passphrase for " + filepath.Join(dir, rel) + ": ")(); err != nil {
-			return nil, err
-		}
-		defer clear(pass)
-		opts.Passphrase = func() ([]byte, error) { return append([]byte(nil), pass...), nil }
-	}
-	_, priv, err := sign.GenerateKey()
+	rel, pass, err := keyfile.NewInFolder(dir, "checkpoint", c.Bool("encrypt"))
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, rel)
-	if err := sign.WritePrivateKeyFile(path, priv, pass, false); err != nil {
-		return nil, fmt.Errorf("writing the new key: %w", err)
+	if pass != nil {
+		defer clear(pass)
+		opts.Passphrase = func() ([]byte, error) { return append([]byte(nil), pass...), nil }
 	}
-	clear(priv)
+	path := filepath.Join(dir, rel)
 	r, err := ledger.RotateCheckpointKey(dir, rel, opts)
 	if err != nil {
 		os.Remove(path) // never used: the config does not name it

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,16 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/console"
+	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/serving"
 	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
@@ -146,7 +144,7 @@ Example:
    custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			locFlag(locStore, ""),
+			locFlag(location.Store, ""),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
 			&cli.IntFlag{Name: "max-inflight", Value: 1024, Usage: "appends decided at once; more are answered 503 at once"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "a PEM certificate file: serve HTTPS", TakesFile: true},
@@ -208,11 +206,11 @@ Example:
 				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
-			reserve, err := parseSize(c.String("reserve"))
+			reserve, err := serving.ParseSize(c.String("reserve"))
 			if err != nil || reserve == 0 || reserve > 1<<50 {
 				return usage(c, "--reserve %q: want a size like 256MiB", c.String("reserve"))
 			}
-			ballast, err := parseSize(c.String("ballast"))
+			ballast, err := serving.ParseSize(c.String("ballast"))
 			if err != nil || ballast > 1<<40 {
 				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
 			}
@@ -230,10 +228,16 @@ Example:
 			if err != nil {
 				return err
 			}
-			if !storage.IsURL(loc.value) {
+			if !storage.IsURL(loc.Value) {
 				lopts.StoreOptions = folderOpts
 			}
-			names, prefer, err := serveLogNames(ctx, c, loc)
+			sel := serving.Selection{Typed: c.StringSlice("log"), All: c.Bool("all-logs"), Prefer: c.StringSlice("prefer"),
+				Witnessed: c.String("witness-policy") != "", Getenv: os.Getenv}
+			names, prefer, err := sel.Names(ctx, loc)
+			var ue *serving.UsageError
+			if errors.As(err, &ue) {
+				return usage(c, "%v", ue)
+			}
 			if err != nil {
 				return err
 			}
@@ -270,86 +274,23 @@ Example:
 				advertise = scheme + "://" + ln.Addr().String()
 			}
 			lopts.Advertise, lopts.LeaseTTL = advertise, c.Duration("lease-ttl")
-			if names != nil {
-				return serveLogs(ctx, c, log, ln, loc, names, prefer, lopts, opts)
-			}
-			l, err := openLedgerAtWith(c, loc, lopts)
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			if r := l.Role(); r.Shared {
-				role := "follower"
-				if r.Leader {
-					role = "leader"
-				}
-				log.Info("serving a shared log", "store", l.Dir(), "role", role, "epoch", r.Epoch, "leader", r.LeaderURL, "advertise", advertise)
-			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if l.Role().Shared {
-				// Only the server that sequences the log talks to
-				// witnesses.
-				opts.Leading = l.LeadingChanges(ctx)
+			cfg := serving.Config{Listener: ln, Logger: log, Ledger: lopts, Server: opts,
+				Serve: server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), ShutdownTimeout: c.Duration("shutdown-timeout")},
+				Open: func(url, name string, o ledger.Options) (*ledger.Ledger, error) {
+					if name == "" {
+						name = loc.Log
+					}
+					return openLedgerAtWith(c, location.Location{Kind: loc.Kind, Value: url, From: loc.From, Log: name}, o)
+				}}
+			if names != nil {
+				cfg.Ledger.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
+				return serving.Logs(ctx, cfg, loc.Value, names, prefer, c.String("publish"))
 			}
-			var published chan struct{}
-			stopPublishing := func() {}
-			if bucket != nil {
-				pub := publish.New(l, bucket, publish.Options{Logger: log})
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				if err := pub.Register(reg); err != nil {
-					l.Close()
-					ln.Close()
-					return err
-				}
-				opts.Registry = reg
-				pctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				stopPublishing = cancel
-				published = make(chan struct{})
-				go func() { defer close(published); pub.Run(pctx) }()
-				log.Info("publishing tiles", "bucket", bucket.String())
-			}
-			srv := server.New(l, opts)
-			err = srv.Serve(ctx, ln, server.ServeOptions{TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
-				ShutdownTimeout: c.Duration("shutdown-timeout")})
-			if published != nil {
-				stopPublishing()
-				<-published
-			}
-			if cerr := l.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("closing the ledger: %w", cerr)
-			}
-			if err != nil {
-				return fmt.Errorf("serve: %w", err)
-			}
-			log.Info("ledger closed")
-			return nil
+			return serving.One(ctx, cfg, loc.Value, bucket)
 		},
 	}
-}
-
-// parseSize reads a size: a number of bytes with an optional unit (KiB,
-// MiB, GiB, TiB; K, M, G, T and KB, MB, GB, TB count 1024s too).
-func parseSize(s string) (uint64, error) {
-	s = strings.TrimSpace(s)
-	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	num, unit := s, ""
-	if i >= 0 {
-		num, unit = s[:i], strings.TrimSpace(s[i:])
-	}
-	n, err := strconv.ParseUint(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
-		"g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40}
-	sh, ok := shift[strings.ToLower(unit)]
-	if !ok || n > (1<<63)>>sh {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB)", s)
-	}
-	return n << sh, nil
 }
 
 // witnessOptions reads the --witness-* flags into opts.
@@ -367,13 +308,10 @@ func witnessOptions(c *cli.Command, opts *server.Options) error {
 	if err != nil {
 		return fmt.Errorf("--witness-policy: %w", err)
 	}
-	if p.None() {
-		return usage(c, "--witness-policy %s: its quorum is none, so there is nothing to send to witnesses", file)
-	}
-	for _, w := range p.Required() {
-		if w.URL == "" {
-			return fmt.Errorf("--witness-policy %s: witness %s has no URL: the log needs one to send it checkpoints (witness NAME VKEY URL)", file, w.Name)
-		}
+	if err := serving.CheckWitnessPolicy(p); errors.Is(err, serving.ErrQuorumNone) {
+		return usage(c, "--witness-policy %s: %v", file, err)
+	} else if err != nil {
+		return fmt.Errorf("--witness-policy %s: %w", file, err)
 	}
 	if d := c.Duration("witness-timeout"); d <= 0 || d > 10*time.Minute {
 		return usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
@@ -404,13 +342,13 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 	if file == "" {
 		return usage(c, "--approval-webhook needs --approval-webhook-secret-file FILE (the HMAC secret)")
 	}
-	secret, err := os.ReadFile(file)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("--approval-webhook-secret-file: %w", err)
 	}
-	secret = bytes.TrimSpace(secret)
-	if len(secret) < 16 {
-		return fmt.Errorf("--approval-webhook-secret-file %s: the secret is %d bytes; use at least 16", file, len(secret))
+	secret, err := serving.WebhookSecret(b)
+	if err != nil {
+		return fmt.Errorf("--approval-webhook-secret-file %s: %w", file, err)
 	}
 	opts.ApprovalWebhook, opts.ApprovalWebhookSecret = u, secret
 	return nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/author"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
@@ -86,7 +87,7 @@ func TestRemoteMode(t *testing.T) {
 		"--step", "step_3", "--limit", "budget_usd=742", "--ttl", "10m")
 	r = run(0, "receipt", "--key", k("booker"), "--id", "rcpt_1", "--auth", "del_1", "--step", "step_3", "--action", "purchase",
 		"--target", "airline_portal/account_123", "--reserve", "budget_usd=742", "--json")
-	var d decisionInfo
+	var d author.Outcome
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.Verdict != "accepted" || d.Checkpoint == "" || len(d.InclusionProof) == 0 {
 		t.Fatalf("receipt --json: %v %q", err, r.stdout)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/statement"
 )
@@ -42,14 +42,14 @@ Example:
 			if err != nil {
 				return fmt.Errorf("sign: %w", err)
 			}
-			st, note, err := readStatement(data, c.Bool("seal"))
+			st, note, err := author.ParseStatement(data, c.Bool("seal"))
 			if err != nil {
 				return fmt.Errorf("sign: %s: %w", a[0], err)
 			}
 			if note != "" {
 				fmt.Fprintf(c.Root().ErrWriter, "custody: sign: %s\n", note)
 			}
-			priv, err := readPrivateKey(c.String("key"))
+			priv, err := keyfile.ReadPrivate(c.String("key"))
 			if err != nil {
 				return fmt.Errorf("sign: %w", err)
 			}
@@ -62,69 +62,6 @@ Example:
 			return err
 		},
 	}
-}
-
-// readStatement decodes a human-written statement into the type its "type"
-// field names. With seal, a CONFIRM's or DELEGATE's scope_hash is computed;
-// without it, a missing one is an error that says how to get it, and a
-// wrong one is returned as a note (the ledger would deny it).
-func readStatement(data []byte, seal bool) (statement.Statement, string, error) {
-	tree, err := canon.ParseRelaxed(data)
-	if err != nil {
-		return nil, "", err
-	}
-	t := tree.Get("type")
-	if t == nil || t.Kind != canon.String {
-		return nil, "", errors.New(`no "type" field: a statement names its kind, like "type": "CONFIRM"`)
-	}
-	kind := statement.Kind(t.Str)
-	if !kind.Valid() {
-		return nil, "", fmt.Errorf("type %q is not one of %v", safeText(t.Str), statement.Kinds)
-	}
-	grant := kind == statement.Confirm || kind == statement.Delegate
-	if grant {
-		h := tree.Get("scope_hash")
-		missing := h == nil || (h.Kind == canon.String && h.Str == "")
-		switch {
-		case seal:
-			// A placeholder that Seal replaces; it lets the closed schema,
-			// which requires the field, decode the rest.
-			setMember(tree, "scope_hash", &canon.Value{Kind: canon.String, Str: strings.Repeat("0", 64)})
-		case missing:
-			cmd := strings.ToLower(string(kind))
-			return nil, "", fmt.Errorf("%s has no scope_hash: custody %s fills it from the scope, or pass --seal to compute it here", kind, cmd)
-		}
-	}
-	st := statement.New(kind)
-	if err := tree.Decode(st); err != nil {
-		return nil, "", err
-	}
-	var note string
-	if grant {
-		given := statement.GrantOf(st).ScopeHash
-		if err := statement.Seal(st); err != nil {
-			return nil, "", err
-		}
-		if !seal && given != statement.GrantOf(st).ScopeHash {
-			note = fmt.Sprintf("warning: scope_hash %s does not match the scope (%s): the ledger will deny it as scope_hash_mismatch; --seal recomputes it", safeText(given), statement.GrantOf(st).ScopeHash)
-			statement.GrantOf(st).ScopeHash = given
-		}
-	}
-	if err := statement.Validate(st); err != nil {
-		return nil, "", err
-	}
-	return st, note, nil
-}
-
-// setMember sets (or adds) a member of a JSON object.
-func setMember(obj *canon.Value, key string, v *canon.Value) {
-	for i := range obj.Members {
-		if obj.Members[i].Key == key {
-			obj.Members[i].Value = v
-			return
-		}
-	}
-	obj.Members = append(obj.Members, canon.Member{Key: key, Value: v})
 }
 
 func scopeCommand() *cli.Command {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/witness"
 )
@@ -54,7 +55,7 @@ Example:
    custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
    custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
 		Flags: []cli.Flag{
-			locFlag(locLedger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
+			locFlag(location.Ledger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
 			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
@@ -69,7 +70,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			url, state := loc.value, c.String("state")
+			url, state := loc.Value, c.String("state")
 			if state == "" {
 				return usage(c, "--state FILE is required")
 			}
@@ -99,7 +100,7 @@ Example:
 					fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: %s (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), oneLine(err.Error()), interval)
 				case res.Alert:
 					return &exitErr{code: exitVerify, quiet: true}
-				case res.Outcome == watchUnwitnessed && interval == 0:
+				case res.Outcome == audit.WatchUnwitnessed && interval == 0:
 					return &exitErr{code: exitVerify, quiet: true}
 				}
 				if interval == 0 {
@@ -124,38 +125,9 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	} else if err != nil {
 		return nil, fmt.Errorf("reading --state: %w", err)
 	}
-	res, err := audit.Watch(ctx, f, vkey, old)
+	res, ev, err := audit.WatchWitnessed(ctx, f, vkey, old, policy)
 	if err != nil {
 		return nil, err
-	}
-	if policy != nil && !res.Alert && !policy.Evaluate(res.Checkpoint).Satisfied {
-		// The newest checkpoint may not have its cosignatures yet; a
-		// custody server also serves its newest witnessed one. Watch that
-		// one instead, with the same checks.
-		if wcp, err := f.Fetch(ctx, audit.WitnessedPath); err == nil && policy.Evaluate(wcp).Satisfied {
-			wf := audit.FetcherFunc(func(ctx context.Context, path string) ([]byte, error) {
-				if path == "checkpoint" {
-					return wcp, nil
-				}
-				return f.Fetch(ctx, path)
-			})
-			if wres, err := audit.Watch(ctx, wf, vkey, old); err == nil {
-				res = wres
-			}
-		}
-	}
-	var ev *witness.Evaluation
-	if policy != nil && !res.Alert {
-		e := policy.Evaluate(res.Checkpoint)
-		ev = &e
-		if !e.Satisfied {
-			// Not a proof of misbehaviour (cosignatures may still be on
-			// their way), but not a checkpoint to rely on either.
-			res.Outcome, res.Keep = watchUnwitnessed, nil
-			res.Detail = "the served checkpoint does not meet the witness policy: " + e.Describe()
-		} else {
-			res.Detail += "; " + e.Describe()
-		}
 	}
 	if res.Keep != nil && (old == nil || string(old) != string(res.Keep)) {
 		if err := writeFileAtomic(state, res.Keep); err != nil {
@@ -174,7 +146,7 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 		return res, writeJSON(w, out)
 	}
 	stamp := time.Now().UTC().Format(time.RFC3339)
-	if res.Outcome == watchUnwitnessed {
+	if res.Outcome == audit.WatchUnwitnessed {
 		fmt.Fprintf(w, "%s NOT WITNESSED: %s (%s left unchanged)\n", stamp, textsafe.Text(res.Detail), state)
 		return res, nil
 	}
@@ -192,10 +164,6 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 	fmt.Fprintf(w, "Both are signed by the log key: keep them as evidence. %s was left unchanged.\n", state)
 	return res, nil
 }
-
-// watchUnwitnessed is watch's outcome for a checkpoint that does not meet
-// --policy.
-const watchUnwitnessed = "unwitnessed"
 
 // noteText prints a signed note (a checkpoint) as the multi-line text it
 // is, each line escaped for the terminal, ending in a newline.

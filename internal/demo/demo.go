@@ -6,7 +6,8 @@
 // exceeds the grant: a second purchase over budget, a delegation too
 // deep, a delegation that widens its parent, and a receipt after the
 // owner stopped the workflow. `custody demo` runs it and prints each
-// decision; the replay tests run it at a chosen time.
+// decision; the replay tests run it at a chosen time. [NewDir] and [Fresh]
+// choose and check its folder, never deleting one that is not a ledger.
 package demo
 
 import (

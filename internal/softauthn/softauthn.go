@@ -77,14 +77,7 @@ func (a *Authenticator) KeyID() string {
 }
 
 // Enrollment is the passkey file `custody principal enroll --passkey` reads.
-type Enrollment struct {
-	KeyType      string   `json:"key_type"`
-	PublicKey    string   `json:"public_key"`
-	CredentialID string   `json:"credential_id"`
-	RPID         string   `json:"rp_id"`
-	Origins      []string `json:"origins"`
-	AllowedTypes []string `json:"allowed_types,omitempty"`
-}
+type Enrollment = sign.PasskeyFile
 
 // Enrollment returns the passkey file for this authenticator.
 func (a *Authenticator) Enrollment(allowed ...string) Enrollment {

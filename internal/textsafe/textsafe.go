@@ -10,7 +10,9 @@
 // paragraph separators, and invalid UTF-8 become visible escapes (\n,
 // \u202e, \xff). [HTML] does the same and then escapes HTML's special
 // characters, so the result can be placed in element content or in a
-// quoted attribute.
+// quoted attribute. [JSON] escapes the same runes inside a JSON text as
+// \uXXXX, which keeps it the same JSON ([WriteJSON], [PrettyJSON] print
+// with it).
 package textsafe
 
 import (
