@@ -56,6 +56,8 @@ echo "== npm ci (from package-lock.json)"
 npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null
 echo "== tsc"
 npm run --silent build
+echo "== the console's SDK bundle: console/assets/sdk.js rebuilt from src/ and compared, then checked against the Node build (console/sdkbuild)"
+(cd "$root/console/sdkbuild" && npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null && node build.mjs --check && node --test sdk.test.mjs)
 echo "== npm pack --dry-run (what would be published)"
 npm pack --dry-run --cache "$root/.cache/npm" 2>&1 | grep -E "^npm notice (name|version|total files|[0-9.]+[kM]?B +(dist/index|README|package))" || true
 echo "== node --test"
