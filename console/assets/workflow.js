@@ -7,7 +7,7 @@
 // when the workflow's event stream says an entry was added. Stop, Resume
 // and Revoke are statements the person's passkey signs here. Everything an
 // agent wrote is set with textContent.
-import { verifyBundle, statementId, canonicalize, payloadType, KeySet } from "./sdk.js";
+import { verifyBundle, statementId, canonicalize, payloadType, KeySet, decodeBase64Strict } from "./sdk.js";
 import { signStatement, hex } from "./sign.js";
 import { currentPrincipal, mayStop, mayResume, mayRevoke } from "./principal.js";
 import { api, getJSON, el, status } from "./api.js";
@@ -53,9 +53,28 @@ function checkShown(rep, entries) {
     return e;
   };
   const differ = (what, field, shown, signed) => {
-    if (shown !== undefined && shown !== null && canonicalize(shown) !== canonicalize(signed === undefined ? null : signed)) {
+    if (shown === undefined || shown === null) return;
+    if (signed === undefined || signed === null || canonicalize(shown) !== canonicalize(signed)) {
       problems.set(what, field + " shown is not the signed statement's");
     }
+  };
+  // The fields a row shows of a statement (replay's what()), each
+  // compared with the signed one.
+  const fields = (what, r, st) => {
+    const target = { CONFIRM: st.grantee && st.grantee.name, DELEGATE: st.grantee && st.grantee.name, REVOKE: st.target_ref,
+      RESUME: st.stop_ref, APPROVAL: st.receipt_ref, STOP: st.stop_scope === "step" ? st.step_id : st.workflow_id }[st.type];
+    if (st.type === "RECEIPT") {
+      differ(what, "action", r.action, st.action);
+      differ(what, "target", r.target, st.target);
+      differ(what, "step", r.step, st.step_id);
+      differ(what, "side effects", r.side_effects, st.side_effects);
+      differ(what, "error", r.error, st.error);
+      differ(what, "reserve", r.reserve, st.reserve);
+      differ(what, "consumed", r.consumed, st.consumed);
+    } else if (target !== undefined) {
+      differ(what, "target", r.target, target);
+    }
+    if (st.type === "APPROVAL") differ(what, "reason", r.approval_reason, st.reason);
   };
   for (const r of rep.timeline || []) {
     const e = at(r.index, "row " + r.index);
@@ -67,16 +86,21 @@ function checkShown(rep, entries) {
       differ(what, "denial id", r.denial_id, st.denial_id);
       differ(what, "reason code", r.reason_code, st.reason_code);
       differ(what, "reason", r.reason, st.reason);
+      differ(what, "id", r.id, st.statement_id);
+      if (st.envelope) {
+        // The denied statement, whose envelope the SDK checked against
+        // envelope_sha256 (and its signature when its signer is bound).
+        try {
+          fields(what, r, JSON.parse(new TextDecoder().decode(decodeBase64Strict(st.envelope.payload))));
+        } catch (e) {
+          problems.set(what, "the denied statement cannot be read: " + e.message);
+        }
+      }
       continue;
     }
     if (r.kind !== st.type) problems.set(what, "kind " + r.kind + " shown, " + st.type + " signed");
     differ(what, "id", r.id, statementId(st));
-    differ(what, "action", r.action, st.action);
-    differ(what, "target", r.target, st.target);
-    differ(what, "step", r.step, st.step_id);
-    differ(what, "side effects", r.side_effects, st.side_effects);
-    differ(what, "error", r.error, st.error);
-    if (st.type === "APPROVAL") differ(what, "reason", r.approval_reason, st.reason);
+    fields(what, r, st);
   }
   for (const g of rep.grants || []) {
     const e = at(g.index, "grant " + g.id);
@@ -161,6 +185,17 @@ function renderTimeline(rep, problems) {
       [problem ? "✗ " + problem : "✓ verified", problem ? "error" : "verified"]]) {
       tr.append(el("td", text === undefined || text === "" ? "—" : text, cls));
     }
+    if (r.kind === "RECEIPT" && r.step && r.result === "pending" && r.decision === "accepted" && !r.outcome) {
+      const b = el("button", "stop this step", "stop-step");
+      b.type = "button";
+      b.addEventListener("click", () => {
+        const step = document.getElementById("stop-step");
+        step.value = r.step;
+        step.dispatchEvent(new Event("input"));
+        document.getElementById("stop-reason").focus();
+      });
+      tr.children[4].append(b);
+    }
     return tr;
   }));
 }
@@ -185,7 +220,7 @@ function renderTree(rep, problems) {
       if (flag) box.append(el("span", text, "badge bad"));
     }
     const problem = problems.get("grant " + g.id) || problems.get("bundle");
-    box.append(el("span", problem ? "✗ " + problem : "✓", problem ? "badge bad" : "badge"));
+    box.append(el("span", problem ? "✗ " + problem : "✓ verified", problem ? "badge bad" : "badge"));
     if (mayRevoke(me, rep, g)) {
       const reason = el("input");
       reason.placeholder = "reason";
@@ -224,7 +259,7 @@ function renderStops(rep, problems) {
       (s.takeover_to ? " → " + s.takeover_to : "") + ")"));
     li.append(el("div", s.reason), el("div", s.id + " at #" + s.index + (s.resumed ? "; resumed by " + s.resumed_by : "; in force"), "muted"));
     const problem = problems.get("stop " + s.id) || problems.get("bundle");
-    li.append(el("span", problem ? "✗ " + problem : "✓", problem ? "badge bad" : "badge"));
+    li.append(el("span", problem ? "✗ " + problem : "✓ verified", problem ? "badge bad" : "badge"));
     if (mayResume(me, rep, s)) {
       const b = el("button", "Resume", "resume");
       b.type = "button";
@@ -293,6 +328,7 @@ function stopSubmit(ev) {
 }
 
 let refreshing = null;
+let drawn = "";
 let again = false;
 
 // refresh reads the replay and the bundle, verifies, and draws; calls
@@ -308,6 +344,9 @@ async function refresh() {
       try {
         const [vkey, body] = await Promise.all([logKey(), getJSON("v1/workflows/" + encodeURIComponent(wf) + "/replay")]);
         me = await currentPrincipal().catch(() => null);
+        const key = JSON.stringify([body, me && me.keyid, vkey]);
+        if (key === drawn) continue; // nothing new: keep what is on the page (and what is typed in it)
+        drawn = key;
         report = body.report;
         const problems = showVerification(report, body.bundle, vkey);
         renderSummary(report);
@@ -315,7 +354,9 @@ async function refresh() {
         renderTree(report, problems);
         renderStops(report, problems);
         renderAttention(report);
-        document.getElementById("stop-section").hidden = !mayStop(me, report);
+        const canStop = mayStop(me, report);
+        document.getElementById("stop-form").hidden = !canStop;
+        document.querySelectorAll("button.stop-step").forEach((b) => { b.hidden = !canStop; });
         document.getElementById("signer").textContent = me ? "signing as " + me.name + " (key " + me.keyid.slice(0, 16) + "…)" :
           "no passkey chosen: choose one on the console's first page to stop, resume or revoke";
         const bundle = document.getElementById("bundle");
@@ -343,6 +384,9 @@ async function start() {
   document.getElementById("title").textContent = "workflow " + wf;
   document.title = "custody console: " + wf;
   document.getElementById("stop-form").addEventListener("submit", stopSubmit);
+  document.getElementById("stop-step").addEventListener("input", (ev) => {
+    document.getElementById("stop-button").textContent = ev.target.value.trim() ? "Stop step" : "Stop workflow";
+  });
   document.getElementById("stop-mode").addEventListener("change", (ev) => {
     document.getElementById("stop-to").hidden = ev.target.value !== "delegate_to_other_agent";
   });
