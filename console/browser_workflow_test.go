@@ -407,6 +407,21 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	// Pinned to another log's key (same origin name), the page does not
+	// believe the server: nothing it shows is verified.
+	other := servertest.Start(t, server.Options{})
+	var notVerified string
+	if err := chromedp.Run(tab,
+		chromedp.Evaluate(`localStorage.setItem("custody.vkey./", `+strconv.Quote(other.VKey)+`); true`, nil),
+		chromedp.Navigate(page),
+		chromedp.Poll(`document.getElementById("verify").textContent.startsWith("NOT verified")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text(`#verify`, &notVerified, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("the page under another log's key: %v", err)
+	}
+	if !strings.Contains(notVerified, "checkpoint") || strings.Contains(notVerified, "✓") {
+		t.Errorf("under another log's key: %q", notVerified)
+	}
 	t.Logf("the list's row at the end: %s", rowText)
 	if !strings.Contains(rowText, "\tno\t2") {
 		t.Errorf("the list's row after the RESUME and the two denied calls: %q, want not stopped and 2 violations", rowText)
