@@ -218,7 +218,9 @@ var httpFuzzEndpoints = []func(a, b string) *url.URL{
 	func(a, b string) *url.URL { return q(api.PathKeys + url.PathEscape(a) + "/seq") },
 	func(a, b string) *url.URL { return &url.URL{Path: "/tile/" + a, RawQuery: url.QueryEscape(b)} },
 	func(a, b string) *url.URL { return q(api.PathWorkflows+url.PathEscape(a)+"/events", "after", b) },
-	func(a, b string) *url.URL { return q(strings.TrimSuffix(api.PathWorkflows, "/"), "before", a, "limit", b) },
+	func(a, b string) *url.URL {
+		return q(strings.TrimSuffix(api.PathWorkflows, "/"), "before", a, "limit", b)
+	},
 	func(a, b string) *url.URL { return q(api.PathWorkflows+url.PathEscape(a)+"/replay", "x", b) },
 }
 
