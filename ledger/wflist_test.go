@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/storage"
 )
 
 // TestWorkflowList: 70 workflows (three pages of the list), begun in
@@ -106,4 +108,66 @@ func TestWorkflowList(t *testing.T) {
 	c := w.confirm(alice, "c_late", grant(a, "wf_late", []string{"t/*"}, []string{"act"}, nil, nil, 86400))
 	w.must(alice, c, authority.Accepted, "")
 	check(l, append(wfs, "wf_late"))
+}
+
+// countingStore counts the records and leaves read through it.
+type countingStore struct {
+	storage.Store
+	records atomic.Int64
+}
+
+func (c *countingStore) Record(ctx context.Context, key string) ([]byte, error) {
+	c.records.Add(1)
+	return c.Store.Record(ctx, key)
+}
+
+func (c *countingStore) Records(ctx context.Context, fn func(key string, value []byte) error) error {
+	return c.Store.Records(ctx, func(key string, value []byte) error {
+		c.records.Add(1)
+		return fn(key, value)
+	})
+}
+
+func (c *countingStore) Leaf(ctx context.Context, index uint64) ([]byte, error) {
+	c.records.Add(1)
+	return c.Store.Leaf(ctx, index)
+}
+
+// TestWorkflowListCostBounded: a page of the list reads as many records
+// whatever the number of workflows and leaves before it (the newest page,
+// and a page deep in the list), so its cost does not grow with history.
+func TestWorkflowListCostBounded(t *testing.T) {
+	w := newWorld(t, Options{})
+	alice := newActor(t, "user:alice")
+	w.enroll(alice)
+	begin := func(from, to int) {
+		for i := from; i < to; i++ {
+			wf := fmt.Sprintf("wf_%03d", i)
+			a := newActor(t, "agent:"+wf)
+			c := w.confirm(alice, "c_"+wf, grant(a, wf, []string{"t/*"}, []string{"act"}, nil, nil, 86400))
+			w.must(alice, c, authority.Accepted, "")
+			w.must(a, w.pending(a, "r_"+wf, wf, c.ConfirmID, c.ScopeHash, "s", "act", "t/x", nil), authority.Accepted, "")
+		}
+	}
+	cs := &countingStore{Store: w.l.store}
+	w.l.store = cs
+	reads := func(before uint64) int64 {
+		t.Helper()
+		n := cs.records.Load()
+		page, _, err := w.l.WorkflowList(context.Background(), before, 10, time.Now())
+		if err != nil || len(page) != 10 {
+			t.Fatalf("a page of 10 before %d: %d, %v", before, len(page), err)
+		}
+		return cs.records.Load() - n
+	}
+	begin(0, 40)
+	newest, deep := reads(0), reads(20)
+	begin(40, 200)
+	if n := reads(0); n != newest {
+		t.Fatalf("the newest page read %d records with 40 workflows, %d with 200", newest, n)
+	}
+	if n := reads(20); n != deep {
+		t.Fatalf("the page before position 20 read %d records with 40 workflows, %d with 200", deep, n)
+	}
+	t.Logf("a page of 10 reads %d records (newest) and %d (deep), with 40 workflows or 200", newest, deep)
 }
