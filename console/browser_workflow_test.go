@@ -168,7 +168,9 @@ func gateParts(t *testing.T) (mcpDir, bin string) {
 // slow tool call, the owner presses Stop workflow on the page (her
 // passkey signs the STOP) and the call is cancelled with the STOP's
 // reason; Resume from the page lets calls through again; Revoke from the
-// page ends the grant and the next call is denied revoked.
+// page ends the grant and the next call is denied revoked; a step STOP
+// (pause) from the page shows on it and on the list. Pinned to another
+// log's key, the page verifies nothing.
 func TestBrowserWorkflowPages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -398,6 +400,19 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	if isErr, text := call("echo", map[string]any{"message": "after the revoke"}); !isErr || !strings.HasPrefix(text, "revoked: ") {
 		t.Fatalf("a call after the REVOKE: %v %s", isErr, text)
 	}
+	// Stop one step (the scribe's), pausing it: a step STOP on the page.
+	if err := chromedp.Run(tab,
+		chromedp.SetValue(`#stop-step`, "note", chromedp.ByQuery),
+		chromedp.SetValue(`#stop-mode`, "pause", chromedp.ByQuery),
+		chromedp.SetValue(`#stop-reason`, "hold the notes", chromedp.ByQuery),
+		chromedp.Click(`#stop-button`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("answer").textContent.includes("accepted: STOP")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Poll(`Array.from(document.querySelectorAll("li[data-stop]")).some((li) => li.textContent.startsWith("step note stopped by user:alice (pause)") && li.textContent.includes("in force"))`,
+			nil, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		chromedp.Run(tab, chromedp.Text(`#answer`, &answer, chromedp.ByQuery))
+		t.Fatalf("stopping a step: %v (%s)", err, answer)
+	}
 	// The list shows what happened; the page still verifies.
 	if err := chromedp.Run(tab,
 		chromedp.Poll(`document.getElementById("verify").textContent.startsWith("verified:")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
@@ -423,7 +438,7 @@ func TestBrowserWorkflowPages(t *testing.T) {
 		t.Errorf("under another log's key: %q", notVerified)
 	}
 	t.Logf("the list's row at the end: %s", rowText)
-	if !strings.Contains(rowText, "\tno\t2") {
-		t.Errorf("the list's row after the RESUME and the two denied calls: %q, want not stopped and 2 violations", rowText)
+	if !strings.Contains(rowText, "\t1 step stop(s)\t2") {
+		t.Errorf("the list's row after the RESUME, the step STOP and the two denied calls: %q, want one step stop and 2 violations", rowText)
 	}
 }
