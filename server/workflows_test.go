@@ -4,8 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/scope"
@@ -122,5 +128,31 @@ func TestWorkflowListAndReplay(t *testing.T) {
 	}
 	if code, _, _ := lg.Get("/v1/workflows/wf_none/replay"); code != http.StatusNotFound {
 		t.Fatalf("replay of a workflow that does not exist: %d", code)
+	}
+}
+
+// Under /logs/NAME/ each log lists its own workflows.
+func TestWorkflowListPerLog(t *testing.T) {
+	a := servertest.Start(t, server.Options{})
+	b := servertest.Start(t, server.Options{})
+	a.Agent(a.Principal("user:alice"), "agent:a", "wf_in_a", nil)
+	b.Agent(b.Principal("user:bob"), "agent:b", "wf_in_b", nil)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := prometheus.NewRegistry()
+	for_ := func(name string, lg *servertest.Log) *server.Server {
+		return server.New(lg.Ledger, server.Options{Logger: quiet, Registry: reg,
+			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"log": name}, reg)})
+	}
+	hs := httptest.NewServer(server.NewLogs(map[string]*server.Server{"a": for_("a", a), "b": for_("b", b)}, nil, reg).Handler())
+	defer hs.Close()
+	for name, want := range map[string]string{"a": "wf_in_a", "b": "wf_in_b"} {
+		code, body := get(t, hs.URL+"/logs/"+name+"/v1/workflows")
+		var list api.WorkflowList
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || list.Total != 1 || list.Workflows[0].Workflow != want {
+			t.Fatalf("/logs/%s/v1/workflows: %d %s", name, code, body)
+		}
+		if code, body := get(t, hs.URL+"/logs/"+name+"/v1/workflows/"+want+"/replay"); code != http.StatusOK || !strings.Contains(body, `"verified":true`) {
+			t.Fatalf("/logs/%s/v1/workflows/%s/replay: %d %.200s", name, want, code, body)
+		}
 	}
 }
