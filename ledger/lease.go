@@ -80,6 +80,10 @@ type leadership struct {
 	mu     sync.Mutex
 	last   storage.Lease
 	change chan struct{} // closed and replaced at every change of role
+	// held is the life of the epoch this server holds: set before the
+	// epoch is, cancelled as soon as it steps down (under mu).
+	held    context.Context
+	endHeld context.CancelFunc
 
 	takeovers, stepDowns             atomic.Uint64
 	lost, renewedLate, fencedCommits atomic.Uint64
@@ -200,6 +204,12 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 	}
 	if ls.Mine && l.lead.epoch.Load() != ls.Epoch {
 		l.lead.renewed = start
+		l.lead.mu.Lock()
+		if l.lead.endHeld != nil {
+			l.lead.endHeld()
+		}
+		l.lead.held, l.lead.endHeld = context.WithCancel(context.Background())
+		l.lead.mu.Unlock()
 		l.lead.epoch.Store(ls.Epoch)
 		l.lead.takeovers.Add(1)
 		l.leaseEvent("took", "lease taken", slog.Uint64("epoch", ls.Epoch), slog.Uint64("failovers", ls.Failovers),
@@ -235,6 +245,33 @@ func (l *Ledger) commitContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
+// leaseContext is the context of the sequencer's reads that only matter
+// while this server leads (reloading its state after a failed batch,
+// reading back a commit of unknown outcome): on a shared store it ends
+// the moment this server steps down, and has already ended when it does
+// not lead, so that a database that stopped answering (a partition that
+// keeps the sockets open) holds no submitter past the loss of the lease.
+// A server that takes the lease again reloads everything (takeLead).
+func (l *Ledger) leaseContext() context.Context {
+	if l.lead.leaser == nil {
+		return context.Background()
+	}
+	l.lead.mu.Lock()
+	defer l.lead.mu.Unlock()
+	if l.lead.held == nil || l.lead.epoch.Load() == 0 {
+		return endedContext
+	}
+	return l.lead.held
+}
+
+// endedContext is a context that has ended: the lease context of a
+// server that does not lead.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLeader)
+	return ctx
+}()
+
 // leaseEvent writes the one log line of a lease event (took, renewed
 // late, lost, stepped down, fenced commit); the counters behind Role, and
 // the server's metrics, count them.
@@ -261,33 +298,49 @@ func (l *Ledger) fencedCommit(err error) {
 
 // stepDown gives up sequencing: the store forgets the epoch, so nothing
 // more is committed under it. lost says this server did not choose to.
+//
+// Everything held under the epoch ends at once: the store's reads and
+// commits (Drop), the sequencer's lease context, the commit context, so
+// that every submission this server holds is answered now, not when a
+// database that stopped answering answers again. Only then does it ask
+// the store who leads, for the refusals to name.
 func (l *Ledger) stepDown(reason string, lost bool) {
-	held := l.lead.epoch.Load()
 	l.lead.leaser.Drop()
+	held := l.lead.epoch.Swap(0)
+	if held == 0 {
+		return
+	}
+	since := time.Since(l.lead.renewed)
+	l.lead.stepDowns.Add(1)
+	if lost {
+		l.lead.lost.Add(1)
+	}
+	l.lead.mu.Lock()
+	if l.lead.endHeld != nil {
+		l.lead.endHeld()
+	}
+	// Until the store says who leads, refusals name nobody (not this
+	// server).
+	l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
+	l.lead.mu.Unlock()
+	l.roleChanged()
 	// Learn who leads now, so that refusals can name it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	ls, err := l.lead.leaser.Lease(ctx)
 	cancel()
-	if l.lead.epoch.Swap(0) != 0 {
-		l.lead.stepDowns.Add(1)
-		l.lead.mu.Lock()
-		if err == nil {
-			l.lead.last = ls
-		} else {
-			l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
-		}
-		now := l.lead.last
-		l.lead.mu.Unlock()
-		l.roleChanged()
-		event, msg := "stepped_down", "lease given up"
-		if lost {
-			l.lead.lost.Add(1)
-			event, msg = "lost", "lease lost"
-		}
-		l.leaseEvent(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
-			slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
-			slog.Duration("since_renewal", time.Since(l.lead.renewed)))
+	l.lead.mu.Lock()
+	if err == nil && l.lead.epoch.Load() == 0 {
+		l.lead.last = ls
 	}
+	now := l.lead.last
+	l.lead.mu.Unlock()
+	event, msg := "stepped_down", "lease given up"
+	if lost {
+		event, msg = "lost", "lease lost"
+	}
+	l.leaseEvent(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
+		slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
+		slog.Duration("since_renewal", since))
 }
 
 // leaseLoop renews the lease while this server holds it, tries to take it

@@ -321,7 +321,10 @@ func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 	if v, ok := l.keys.Load(keyID); ok {
 		return v.(sign.Key), true
 	}
-	raw, err := l.store.Record(context.Background(), authority.KeyRecordKey(keyID))
+	// Only while this server leads (leaseContext): a follower refuses the
+	// submission anyway, and the sequencer verifies a submission whose key
+	// the workers did not find.
+	raw, err := l.store.Record(l.leaseContext(), authority.KeyRecordKey(keyID))
 	if err != nil || raw == nil {
 		return sign.Key{}, false
 	}
@@ -921,14 +924,16 @@ func (l *Ledger) commit(j *job) error {
 func (l *Ledger) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
+	// The reads back end when this server loses the lease.
+	lease := l.leaseContext()
 	for {
-		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+		if lease.Err() != nil {
 			// This server lost the lease: the next leader reads the
 			// outcome from the store, and answers a resent submission
 			// with its decision; the submitters need not wait here.
 			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
 		}
-		ok, err := l.settleAndCheck(b)
+		ok, err := l.settleAndCheck(lease, b)
 		if err == nil {
 			if ok {
 				return nil
@@ -940,6 +945,7 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 		}
 		select {
 		case <-time.After(200 * time.Millisecond):
+		case <-lease.Done():
 		case <-l.closing:
 			return fmt.Errorf("%w; closing before the head could be read back", cause)
 		}
@@ -952,23 +958,23 @@ func (l *Ledger) resolveUnknown(j *job, cause error) error {
 const unknownPatience = 30 * time.Second
 
 // settleAndCheck waits out the transaction of unknown outcome, on a
-// store that can (storage.Settler), and reports whether b committed.
-func (l *Ledger) settleAndCheck(b *storage.Batch) (bool, error) {
+// store that can (storage.Settler), and reports whether b committed; it
+// gives up when ctx ends.
+func (l *Ledger) settleAndCheck(ctx context.Context, b *storage.Batch) (bool, error) {
 	if st := l.caps.Settle; st != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := st.SettleUnknown(ctx)
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := st.SettleUnknown(sctx)
 		cancel()
 		if err != nil {
 			return false, err
 		}
 	}
-	return l.committed(b)
+	return l.committed(ctx, b)
 }
 
 // committed reports whether the store holds batch b: a head at least as
 // large, and b's leaves at their indexes.
-func (l *Ledger) committed(b *storage.Batch) (bool, error) {
-	ctx := context.Background()
+func (l *Ledger) committed(ctx context.Context, b *storage.Batch) (bool, error) {
 	h, err := l.store.Head(ctx)
 	if err != nil {
 		return false, err
@@ -1027,16 +1033,19 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 
 // recoverState forgets everything decided since the last commit: the
 // engine's cached changes, the tree builder's leaves and the next index.
+// On a server that has lost the lease its reads end at once (the lease
+// context): it decides nothing more until it takes the lease again, and
+// then it reloads everything (takeLead).
 func (l *Ledger) recoverState() error {
 	l.engine.Discard()
 	l.wfx.discard()
 	l.next = l.head.Load().Size
-	return l.reload()
+	return l.reload(l.leaseContext())
 }
 
-// reload rebuilds the tree builder from committed tiles.
-func (l *Ledger) reload() error {
-	sh, err := l.store.Head(context.Background())
+// reload rebuilds the tree builder from committed tiles, until ctx ends.
+func (l *Ledger) reload(ctx context.Context) error {
+	sh, err := l.store.Head(ctx)
 	if err != nil {
 		return err
 	}
@@ -1046,12 +1055,26 @@ func (l *Ledger) reload() error {
 			return err
 		}
 	}
-	b, err := merkle.NewBuilder(edge, l.tileReader())
+	b, err := merkle.NewBuilder(edge, leaseTiles{ctx, l.store})
 	if err != nil {
 		return err
 	}
 	l.builder = b
 	return nil
+}
+
+// leaseTiles reads committed tiles for the tree builder until ctx ends.
+type leaseTiles struct {
+	ctx context.Context
+	st  storage.Store
+}
+
+func (t leaseTiles) ReadTile(level, index uint64) ([]byte, error) {
+	v, err := t.st.Tile(t.ctx, level, index)
+	if err == nil && v == nil {
+		return nil, fmt.Errorf("tile %d/%d is not stored", level, index)
+	}
+	return v, err
 }
 
 // dedupBatch is what one query told of a batch's submission hashes, on a
@@ -1088,7 +1111,7 @@ func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
 			d.recheck[h] = true
 		}
 	}
-	found, err := db.DedupMany(context.Background(), hs)
+	found, err := db.DedupMany(l.leaseContext(), hs)
 	if err != nil {
 		return nil
 	}
@@ -1111,7 +1134,7 @@ func (d *dedupBatch) prior(l *Ledger, h [32]byte) (*Result, error) {
 // priorDecision returns the logged decision for a submission whose exact
 // bytes were decided before, or nil.
 func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
-	index, ok, err := l.store.Dedup(context.Background(), h)
+	index, ok, err := l.store.Dedup(l.leaseContext(), h)
 	if err != nil || !ok {
 		return nil, err
 	}
