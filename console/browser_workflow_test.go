@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -30,6 +31,7 @@ import (
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/verify"
 )
 
 // consoleServer serves lg's ledger with the console on a loopback port
@@ -163,7 +165,9 @@ func gateParts(t *testing.T) (mcpDir, bin string) {
 // TestBrowserWorkflowPages: the workflows list shows a workflow as it
 // begins, live; its page shows replay's timeline and delegation tree and
 // says "verified" against the bundle's signed checkpoint, checked in the
-// browser by the SDK; an agent's markup in its free text stays text. With
+// browser by the SDK; its download link gives a bundle that verifies; an
+// agent's markup in its free text stays text; a principal with no part in
+// the workflow is shown no Stop or Revoke. With
 // a real `custody gate` in front of the reference MCP server running a
 // slow tool call, the owner presses Stop workflow on the page (her
 // passkey signs the STOP) and the call is cancelled with the STOP's
@@ -183,9 +187,16 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	allowed := []string{"APPROVAL", "RESUME", "REVOKE", "STOP"}
 	pk := newPasskey(t, origin, allowed)
 	pk.addKey(t, lg, "user:alice", allowed)
+	// bob is enrolled with a passkey too, but has no part in the workflow.
+	bob := newPasskey(t, origin, allowed)
+	if _, err := lg.Admin.Append(ctx, &statement.PrincipalDoc{PrincipalID: "p_bob", Op: statement.OpEnroll, Name: "user:bob",
+		KeyType: sign.KeyTypeWebAuthnES256, PublicKey: bob.PublicKey, CredentialID: bob.Credential, RPID: "localhost",
+		Origins: bob.origins, AllowedTypes: allowed}); err != nil {
+		t.Fatal(err)
+	}
 
 	tab := browser(t)
-	if err := chromedp.Run(tab, virtualAuthenticator(pk), choosePasskey(origin, pk, "user:alice"),
+	if err := chromedp.Run(tab, virtualAuthenticator(pk, bob), choosePasskey(origin, pk, "user:alice"),
 		chromedp.Navigate(origin+"/console/workflows.html"),
 		chromedp.Poll(`document.getElementById("workflows-status").textContent.startsWith("0 workflows")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 	); err != nil {
@@ -264,8 +275,25 @@ func TestBrowserWorkflowPages(t *testing.T) {
 		t.Fatalf("a call before the STOP: %s", text)
 	}
 
-	// The workflow's page: the timeline, the tree, verified.
+	// bob, who has no part in it, sees the workflow but no button to
+	// stop it or revoke a grant.
 	page := origin + "/console/workflow.html?id=wf_live"
+	var bobSees bool
+	if err := chromedp.Run(tab, choosePasskey(origin, bob, "user:bob"), chromedp.Navigate(page),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as user:bob")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`!document.getElementById("stop-form").hidden || document.querySelectorAll("button.revoke, button.resume").length > 0 ||
+			Array.from(document.querySelectorAll("button.stop-step")).some((b) => !b.hidden)`, &bobSees),
+	); err != nil {
+		t.Fatalf("the page as bob: %v", err)
+	}
+	if bobSees {
+		t.Fatal("bob, who may neither stop the workflow nor revoke its grants, is shown the buttons")
+	}
+	if err := chromedp.Run(tab, choosePasskey(origin, pk, "user:alice")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The workflow's page as alice: the timeline, the tree, verified.
 	var verified, tree, timeline string
 	var pwned bool
 	var markup int
@@ -292,6 +320,24 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	}
 	if pwned || markup != 0 {
 		t.Fatalf("the agent's markup ran or became elements: pwned %v, %d script/img elements", pwned, markup)
+	}
+	// The download link gives the workflow's bundle, which verifies offline.
+	var href string
+	if err := chromedp.Run(tab, chromedp.Evaluate(`document.getElementById("bundle").href`, &href)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	b, err := verify.ParseBundle(raw)
+	if err != nil {
+		t.Fatalf("the bundle link %s: %v", href, err)
+	}
+	if v, err := verify.VerifyBundle(b, lg.VKey); err != nil || !v.Valid || v.Workflow != "wf_live" {
+		t.Fatalf("the downloaded bundle: %+v, %v", v, err)
 	}
 
 	// A slow call in flight; its pending RECEIPT appears on the open page
