@@ -156,3 +156,35 @@ func TestWorkflowListPerLog(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWorkflowList is a page of 50 of GET /v1/workflows over 200
+// workflows; BenchmarkWorkflowReplay is GET /v1/workflows/{id}/replay of
+// a workflow of 201 entries (its bundle built, verified and replayed).
+func BenchmarkWorkflowList(b *testing.B) {
+	lg := servertest.Start(b, server.Options{})
+	alice := lg.Principal("user:alice")
+	for i := 0; i < 200; i++ {
+		lg.Agent(alice, fmt.Sprintf("agent:%d", i), fmt.Sprintf("wf_%03d", i), nil)
+	}
+	for b.Loop() {
+		if code, _, body := lg.Get("/v1/workflows?limit=50"); code != http.StatusOK {
+			b.Fatalf("%d %s", code, body)
+		}
+	}
+}
+
+func BenchmarkWorkflowReplay(b *testing.B) {
+	lg := servertest.Start(b, server.Options{})
+	agent, grant := lg.Agent(lg.Principal("user:alice"), "agent:a", "wf_long", nil)
+	ctx := context.Background()
+	for i := 0; i < 200; i++ {
+		if _, err := agent.Receipt(ctx, servertest.Pending(grant, fmt.Sprintf("s%d", i), nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if code, _, body := lg.Get("/v1/workflows/wf_long/replay"); code != http.StatusOK {
+			b.Fatalf("%d %.200s", code, body)
+		}
+	}
+}
