@@ -332,14 +332,19 @@ let drawn = "";
 let again = false;
 
 // refresh reads the replay and the bundle, verifies, and draws; calls
-// while one runs make one more run after it.
+// while one runs make one more run after it, half a second later.
 async function refresh() {
   if (refreshing) {
     again = true;
     return refreshing;
   }
   refreshing = (async () => {
+    let first = true;
     do {
+      // At most two replays a second for one page, however busy the
+      // workflow: each is a heavy read on the server.
+      if (!first) await new Promise((res) => setTimeout(res, 500));
+      first = false;
       again = false;
       try {
         const [vkey, body] = await Promise.all([logKey(), getJSON("v1/workflows/" + encodeURIComponent(wf) + "/replay")]);
