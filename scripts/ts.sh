@@ -2,7 +2,8 @@
 # The TypeScript SDK's suite (sdk/typescript): installs Node.js >= 20 from
 # Debian when it is missing, builds the custody binary the tests serve,
 # installs the SDK's dependencies from its lock file (npm ci), compiles it,
-# and runs its tests with node's own test runner against real servers.
+# rebuilds the console's browser bundle of it (console/assets/sdk.js) and
+# fails if it differs from the committed one, and runs its tests with node's own test runner against real servers.
 # Each test file starts its own `custody serve` on a free loopback port and
 # stops it when done; the failover test serves one log from a throwaway
 # PostgreSQL cluster (scripts/postgres.sh, port $CUSTODY_TS_PGPORT or 54333)
