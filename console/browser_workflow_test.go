@@ -117,11 +117,14 @@ func virtualAuthenticator(pks ...*passkey) chromedp.Action {
 }
 
 // choosePasskey has the console's first page take the passkey file, as a
-// person pastes it.
+// person pastes it (once the page has loaded the one it had, if any, so
+// that the older choice cannot land last).
 func choosePasskey(origin string, p *passkey, name string) chromedp.Tasks {
 	return chromedp.Tasks{
 		chromedp.Navigate(origin + "/console/"),
 		chromedp.WaitVisible(`#passkey-file`, chromedp.ByQuery),
+		chromedp.Poll(`localStorage.getItem("custody.passkey") === null || document.getElementById("signer").textContent !== ""`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.SetValue(`#passkey-file`, string(p.File), chromedp.ByQuery),
 		chromedp.Click(`#passkey-save`, chromedp.ByQuery),
 		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as `+name+`")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
