@@ -8,6 +8,7 @@ package authority_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -547,5 +548,48 @@ func TestRefuseKeys(t *testing.T) {
 	wantVerdict(t, "a statement signed by a checkpoint key", d, "refused/bad_signature")
 	if h.index != size {
 		t.Errorf("the log grew")
+	}
+}
+
+// awayStore is a record store that stops answering when away is set (a
+// database cut off, or a read ended by a lost lease).
+type awayStore struct {
+	m    authority.MemStore
+	away bool
+}
+
+func (s *awayStore) Load(key string) ([]byte, error) {
+	if s.away {
+		return nil, errors.New("the store stopped answering")
+	}
+	return s.m.Load(key)
+}
+
+// TestDenialStoreAway: a DENIAL is built after its decision, and building
+// it reads the log key's record. When the store stops answering in
+// between, Denial returns nil and Err says why; it does not panic (a
+// leader cut from its database while deciding did).
+func TestDenialStoreAway(t *testing.T) {
+	h := historyLog(t, "stops", 1, "same")
+	h.advance(time.Second)
+	env := pendings(t, h, 1, h.now)[0]
+	st := &awayStore{m: h.store}
+	e := authority.New(st)
+	first := e.Decide(authority.Submission{Env: env, Verified: true}, h.index, h.now)
+	if first.Verdict != authority.Accepted {
+		t.Fatalf("%s %s", first.Code, first.Reason)
+	}
+	e.Link(h.index, h.now, first.Statement)
+	// The same receipt again: a replay, denied.
+	d := e.Decide(authority.Submission{Env: env, Verified: true}, h.index+1, h.now)
+	if d.Verdict != authority.Denied {
+		t.Fatalf("the replay: %s %s %s, want denied", d.Verdict, d.Code, d.Reason)
+	}
+	st.away = true
+	if doc := e.Denial(&d, env, h.index+1, h.now, true); doc != nil {
+		t.Fatalf("a DENIAL built with the store away: %+v", doc)
+	}
+	if e.Err() == nil {
+		t.Fatal("Denial found no log key and Err says nothing")
 	}
 }

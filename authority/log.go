@@ -64,6 +64,12 @@ func (e *Engine) Denial(d *Decision, env *sign.Parsed, index uint64, loggedAt ti
 		return nil // no log before GENESIS: the ledger refuses instead
 	}
 	logKey := e.Key(meta.LogKeyID)
+	if logKey == nil {
+		// The log key's record could not be read (Err says why: a store
+		// that stopped answering, a read ended by a lost lease) or is
+		// missing: no DENIAL can be built.
+		return nil
+	}
 	canonEnv, _ := env.Envelope.Canonical()
 	sum := sha256.Sum256(canonEnv)
 	doc := &statement.DenialDoc{
@@ -279,6 +285,12 @@ func (e *Engine) replayDenial(env *sign.Parsed, index uint64, at time.Time) (*st
 		return nil, nil, fmt.Errorf("reason_code %s, but the decision function says %s: %s", doc.ReasonCode, d.Code, d.Reason)
 	}
 	want := e.Denial(&d, inner, index, at, true)
+	if want == nil {
+		if err := e.Err(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("no record of the log key %s", e.Meta().LogKeyID)
+	}
 	if err := e.sameDenial(doc, want, true); err != nil {
 		return nil, nil, err
 	}

@@ -57,7 +57,9 @@ func browser(t *testing.T) context.Context {
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	ctx, cancelC := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelC(); cancelB(); cancelA() })
+	// chromedp.Cancel closes the browser and waits for it, so that its
+	// profile folder is no longer written when the test removes it.
+	t.Cleanup(func() { chromedp.Cancel(ctx); cancelC(); cancelB(); cancelA() })
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}

@@ -52,6 +52,11 @@ func Handler() http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == Prefix+"enroll" {
+			// The registration page (auth.go) has a path of its own.
+			r = r.Clone(r.Context())
+			r.URL.Path, r.URL.RawPath = Prefix+"enroll.html", ""
+		}
 		files.ServeHTTP(w, r)
 	})
 }

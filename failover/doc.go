@@ -18,7 +18,15 @@
 // figures. TestDatabaseDiskFull mounts a 1 MiB tmpfs as a tablespace
 // (root only). scripts/failover-drill.sh runs the long drill.
 //
+// TestCutLeaderAnswersHeld cuts the leader off the same way while it
+// holds appends at each stage of its pipeline, and TestLeaseRenewedLate
+// pauses the only server past its lease.
+//
 // CUSTODY_FAILOVER_KILLS sets how many times the failover test kills the
 // leader (default 3; the long mode is 20 or more), CUSTODY_FAILOVER_CLIENTS
-// how many clients append (default 64).
+// how many clients append (default 64). Every fault kind (paused,
+// partitioned, killed) measures the time from the fault to another server
+// leading and to the acceptance of an append sent after the fault by a
+// client that tries the faulty leader first, and appends one line of
+// figures to CUSTODY_FAULT_REPORT.
 package failover

@@ -86,7 +86,13 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the resumed old leader did not answer")
 	}
+	// It steps down at once and names the new leader once the database
+	// has told it (a read of at most a second).
 	role, leader, err := a.role()
+	for deadline := time.Now().Add(2 * ttl); err == nil && role == "follower" && leader != b.URL && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		role, leader, err = a.role()
+	}
 	if err != nil || role != "follower" || leader != b.URL {
 		t.Fatalf("the old leader after resuming: %s (leader %s), %v; want a follower naming %s", role, leader, err, b.URL)
 	}

@@ -9,10 +9,7 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
-// StateView returns an engine over the ledger's committed state records,
-// for reading (held receipts, their rules and states): never decide with
-// it. Each call starts with an empty cache.
-func (l *Ledger) StateView() *authority.Engine { return authority.New(recordStore{l.store}) }
+func (l *reader) StateView() *authority.Engine { return authority.New(recordStore{l.store}) }
 
 // Held is a receipt on the log's list of held receipts, as GET
 // /v1/approvals and `custody approvals` show it.
@@ -27,10 +24,7 @@ type Held struct {
 // maxHeldListed bounds how many receipts one listing walks.
 const maxHeldListed = 10000
 
-// HeldReceipts lists the receipts held for approval at time now (held
-// state only), oldest first, at most max of them; keep, when not nil,
-// picks which to return.
-func (l *Ledger) HeldReceipts(now time.Time, max int, keep func(*authority.PendingRec) bool) ([]Held, error) {
+func (l *reader) HeldReceipts(now time.Time, max int, keep func(*authority.PendingRec) bool) ([]Held, error) {
 	v := l.StateView()
 	var out []Held
 	var ferr error
@@ -53,10 +47,7 @@ func (l *Ledger) HeldReceipts(now time.Time, max int, keep func(*authority.Pendi
 	return out, ferr
 }
 
-// HeldReceipt returns what the ledger knows of one pending receipt that
-// was held: its record and state at time now, and its entry. It returns
-// ErrNotFound for an unknown receipt and ErrNotHeld for one never held.
-func (l *Ledger) HeldReceipt(id string, now time.Time) (*Held, error) {
+func (l *reader) HeldReceipt(id string, now time.Time) (*Held, error) {
 	v := l.StateView()
 	p := v.Pending(id)
 	if err := v.Err(); err != nil {
@@ -91,9 +82,7 @@ func grantChain(v *authority.Engine, id string) []string {
 	return ids
 }
 
-// Approvals lists the APPROVAL entries of a workflow that answer one
-// receipt, in log order, reading the workflow's chain after the receipt.
-func (l *Ledger) Approvals(wf, receiptID string, after uint64) ([]*Entry, error) {
+func (l *reader) Approvals(wf, receiptID string, after uint64) ([]*Entry, error) {
 	idx, err := l.WorkflowIndexesAfter(wf, after)
 	if err != nil {
 		return nil, err

@@ -48,13 +48,13 @@ func (cfg *config) denialKeyring(st configFiles, passphrase func() ([]byte, erro
 
 // denialKey is the private key of the key that signs DENIALs now, as the
 // trust chain says, or nil if the ledger does not hold it.
-func (l *Ledger) denialKey() ed25519.PrivateKey {
-	return l.kr.denial[l.engine.DenialKeyID()]
+func (l *sequencer) denialKey() ed25519.PrivateKey {
+	return l.keys.denial(l.engine.DenialKeyID())
 }
 
 // checkDenialKey fails the opening of a ledger that does not hold the key
 // its trust chain says signs DENIALs.
-func (l *Ledger) checkDenialKey() error {
+func (l *sequencer) checkDenialKey() error {
 	id := l.engine.DenialKeyID()
 	if id == "" || l.denialKey() != nil {
 		return nil
@@ -64,7 +64,7 @@ func (l *Ledger) checkDenialKey() error {
 
 // foreignDenialKey refuses a PRINCIPAL log_key statement naming a key the
 // ledger does not hold: were it accepted, the ledger could sign no DENIAL.
-func (l *Ledger) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
+func (l *sequencer) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
 	if env.PayloadType != statement.Principal.PayloadType() || statement.PeekField(env.Payload, "op") != statement.OpLogKey {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (l *Ledger) foreignDenialKey(env *sign.Parsed) *authority.DecisionError {
 	if err != nil {
 		return nil // the engine denies it for its schema
 	}
-	if l.kr.denial[sign.KeyID(pub)] != nil {
+	if l.keys.denial(sign.KeyID(pub)) != nil {
 		return nil
 	}
 	return refusal(authority.UnknownKey, "the new DENIAL key %s is not one this ledger holds: list its private key file first (custody key rotate-denial, or ledger.AddDenialKey)", sign.KeyID(pub))
@@ -90,10 +90,10 @@ func AddDenialKey(loc, keyFile string, opts Options) (keyID string, err error) {
 		}
 		pub := k.Public().(ed25519.PublicKey)
 		keyID = sign.KeyID(pub)
-		if l.kr.denial[keyID] != nil || slices.Contains(cfg.DenialKeys, keyFile) {
+		if l.keys.denial(keyID) != nil || slices.Contains(cfg.DenialKeys, keyFile) {
 			return fmt.Errorf("%s holds a key this ledger already lists as a DENIAL key", keyFile)
 		}
-		if l.keySet.Has(pub) {
+		if l.keys.set.Has(pub) {
 			return fmt.Errorf("%s holds one of this log's checkpoint keys: a key has one role", keyFile)
 		}
 		if rec, err := l.KeyBinding(keyID); err != nil {
@@ -159,12 +159,12 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 		return nil, err
 	}
 	newID := sign.KeyID(k.Public().(ed25519.PublicKey))
-	r := &DenialRotation{Old: l.engine.DenialKeyID(), New: newID, KeyFile: keyFile}
+	r := &DenialRotation{Old: l.seq.engine.DenialKeyID(), New: newID, KeyFile: keyFile}
 	seq, err := l.NextSeq(adminID)
 	if err != nil {
 		return nil, err
 	}
-	pub := l.kr.denial[newID].Public().(ed25519.PublicKey)
+	pub := l.keys.denial(newID).Public().(ed25519.PublicKey)
 	now := time.Now
 	if opts.Clock != nil {
 		now = opts.Clock
@@ -183,7 +183,7 @@ func RotateDenialKey(loc, keyFile string, admin ed25519.PrivateKey, opts Options
 		return nil, fmt.Errorf("the log_key statement was %s at index %d: %s: %s", res.Verdict, res.Index, res.Code, res.Reason)
 	}
 	r.Index = res.Index
-	if l.engine.DenialKeyID() != newID {
+	if l.seq.engine.DenialKeyID() != newID {
 		return nil, errors.New("the log_key statement was accepted, but the DENIAL key did not change") // a bug
 	}
 	return r, nil

@@ -33,7 +33,7 @@ func TestRotateDenialKey(t *testing.T) {
 			map[string]int64{"usd": 1000}), authority.Denied, authority.LimitExceeded)
 	}
 	before := over("r1")
-	oldID := sign.KeyID(w.l.kr.log.Public().(ed25519.PublicKey))
+	oldID := sign.KeyID(w.l.keys.kr.log.Public().(ed25519.PublicKey))
 
 	// A log_key statement naming a key the ledger does not hold is refused.
 	_, stranger, _ := sign.GenerateKey()

@@ -122,7 +122,7 @@ func TestDiskFull(t *testing.T) {
 	compareState(t, l2, w.replay())
 	// The workflow index holds each leaf once: none of the failed batch,
 	// whose index the sequencer had noted and then had to forget.
-	want, err := l2.walkAfter(context.Background(), "wf_fill", 0)
+	want, err := l2.read.walkAfter(context.Background(), "wf_fill", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

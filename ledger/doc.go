@@ -27,6 +27,37 @@
 // is fenced by the lease's epoch, so a paused or partitioned former leader
 // can write nothing.
 //
+// # Parts
+//
+// A Ledger is a facade over small parts; each is a type in its own file
+// that owns its fields and says in its doc comment what it owns and how
+// it is locked, and the Ledger's methods delegate to them:
+//
+//   - sequencer (pipeline.go): the append pipeline above: the queues,
+//     the verify workers, the sequencer goroutine and the state it alone
+//     touches (the authority engine, the tree builder, the batch in
+//     flight, the workflow index of the batches in flight), each batch's
+//     commit, and the (re)load of that state from the store at open and
+//     at a takeover of the lease;
+//   - reader (readers.go, with read.go, prove.go, wfindex.go and
+//     approvals.go): every read of the committed log (entries, records,
+//     proofs, tiles, bundles, the workflow index, held receipts), and the
+//     prover's proof cache;
+//   - signingKeys (keys.go): the keys the log signs with and the key set
+//     verifiers hold; the offline steps that change them are in
+//     rotate.go (checkpoint keys) and denialkey.go (DENIAL keys);
+//   - leadership (lease.go): the sequencer lease of a shared store, the
+//     role and its counters; the lease loop drives it and keeps a
+//     follower's head current;
+//   - heads (watch.go): the published head and the subscribers told of
+//     each new one (Watch, WatchWorkflow);
+//   - headFile (signedhead.go): the signed-head file kept outside the
+//     store;
+//   - stats (stats.go): the commit counters behind Stats.
+//
+// The decisions are made in package authority alone; the sequencer calls
+// it, and the reader reads what it left.
+//
 // # Promises
 //
 //   - An acknowledged entry is durable: it survives kill -9 and power loss.

@@ -118,7 +118,7 @@ func (l *Ledger) PublishedSize(old []byte, where string, head Head) (uint64, err
 	// An earlier export's checkpoint may be signed by a checkpoint key
 	// retired since; its root is checked against this log's below, which
 	// is the consistency a retired key's older checkpoints need.
-	c, _, err := l.keySet.OpenRetired(old)
+	c, _, err := l.keys.set.OpenRetired(old)
 	if err != nil {
 		return 0, fmt.Errorf("export: %s holds a checkpoint that is not this log's (%v); export into an empty folder", where, err)
 	}

@@ -99,7 +99,7 @@ func TestSignedHeadPipelined(t *testing.T) {
 				t.Errorf("%v %v", res, err)
 				return
 			}
-			sh, _, err := readSignedHead(w.l.headPath(), w.l.keySet)
+			sh, _, err := readSignedHead(w.l.seq.headPath(), w.l.keys.set)
 			switch {
 			case err != nil || sh == nil:
 				t.Errorf("reading the signed-head file: %v", err)

@@ -73,10 +73,34 @@ type Role struct {
 	Lost, RenewedLate, FencedCommits uint64
 }
 
-// leadership is the live state behind Role.
+// leadership is the ledger's lease part: whether this server sequences
+// the log, on a store many servers share (storage.Leaser), and the live
+// state behind Role. It owns the lease (taking, renewing, handing over
+// and giving it up), the epoch held, the last lease seen, the role
+// changes and the lease counters and events. The lease loop (leaseLoop)
+// drives it and, on a follower, also keeps the published head current.
+//
+// Locking: epoch and the counters are atomics, read by anyone (the
+// sequencer checks the epoch before each decision); mu guards last,
+// change and the epoch's context (held, endHeld). The times are each
+// owned by one goroutine, as their comments say. The settings above
+// epoch are set at open and read-only after. A ledger on a store without
+// a lease has the zero leadership (no leaser): it always sequences.
 type leadership struct {
 	leaser storage.Leaser // nil: a folder store, always the sequencer
-	epoch  atomic.Uint64  // the epoch this server holds (0: none)
+	// origin, advertise, ttl, wait and prefer are the log's origin and
+	// Options.Advertise, LeaseTTL, LeaseWait and Prefer; preferrer is the
+	// store's (nil: it cannot tell which servers prefer the log); logger
+	// receives the lease events (nil: slog.Default()).
+	origin    string
+	advertise string
+	ttl       time.Duration
+	wait      func() time.Duration
+	prefer    bool
+	preferrer storage.Preferrer
+	logger    *slog.Logger
+
+	epoch  atomic.Uint64 // the epoch this server holds (0: none)
 	mu     sync.Mutex
 	last   storage.Lease
 	change chan struct{} // closed and replaced at every change of role
@@ -85,12 +109,14 @@ type leadership struct {
 	held    context.Context
 	endHeld context.CancelFunc
 
-	takeovers, stepDowns             atomic.Uint64
-	lost, renewedLate, fencedCommits atomic.Uint64
+	takeovers, stepDowns                  atomic.Uint64
+	lostCount, renewedLate, fencedCommits atomic.Uint64
 	// seqEpoch is the epoch the sequencer's state was loaded under (owned
 	// by the sequencer goroutine).
 	seqEpoch uint64
-	// renewed is when the last successful acquisition or renewal began.
+	// renewed is when the last successful acquisition or renewal began
+	// (written by the lease loop under mu; stepDown, which a commit may
+	// call, reads it under mu).
 	renewed time.Time
 	// freeSince is when this server first saw the lease free since it
 	// last saw it held (Options.LeaseWait; owned by tryLead's callers:
@@ -101,6 +127,17 @@ type leadership struct {
 	handedOff time.Time
 }
 
+// newLeadership is the lease part of a ledger on a store with the lease
+// ls, with the settings opts gives.
+func newLeadership(ls storage.Leaser, origin string, opts *Options, caps storage.Capabilities) leadership {
+	return leadership{leaser: ls, origin: origin, advertise: opts.Advertise, ttl: opts.LeaseTTL, wait: opts.LeaseWait,
+		prefer: opts.Prefer, preferrer: caps.Prefer, logger: opts.Logger}
+}
+
+// lost reports whether this server shares its store and does not hold
+// the lease: nothing it decides now may be committed.
+func (ld *leadership) lost() bool { return ld.leaser != nil && ld.epoch.Load() == 0 }
+
 // handOffQuiet is how long a server that handed its lease over to a
 // server preferring the log waits before it does so again: if that
 // server did not take the lease (it was paused, say) and this one took
@@ -109,51 +146,62 @@ type leadership struct {
 const handOffQuiet = 10 * time.Minute
 
 // Role reports this server's part in sequencing the log.
-func (l *Ledger) Role() Role {
-	if l.lead.leaser == nil {
+func (l *Ledger) Role() Role { return l.lead.role() }
+
+// Leading reports whether this server sequences the log now, and returns
+// a channel closed at its next change of role: what a task that must run
+// on the leader alone (a witness cosigner loop) waits on.
+func (l *Ledger) Leading() (bool, <-chan struct{}) { return l.lead.leading() }
+
+// LeadingChanges sends whether this server sequences the log now, then
+// each change of role, until ctx ends (then it closes the channel). A
+// slow reader misses intermediate changes, never the latest.
+func (l *Ledger) LeadingChanges(ctx context.Context) <-chan bool { return l.lead.changes(ctx) }
+
+// role is Ledger.Role.
+func (ld *leadership) role() Role {
+	if ld.leaser == nil {
 		return Role{Leader: true}
 	}
-	l.lead.mu.Lock()
-	defer l.lead.mu.Unlock()
-	r := Role{Shared: true, Leader: l.lead.epoch.Load() != 0, Epoch: l.lead.last.Epoch, LeaderURL: l.lead.last.URL,
-		Holder: l.lead.last.Holder, Expires: l.lead.last.Expires, Takeovers: l.lead.takeovers.Load(),
-		StepDowns: l.lead.stepDowns.Load(), Failovers: l.lead.last.Failovers,
-		Lost: l.lead.lost.Load(), RenewedLate: l.lead.renewedLate.Load(), FencedCommits: l.lead.fencedCommits.Load()}
-	if !l.lead.last.Live && !r.Leader {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	r := Role{Shared: true, Leader: ld.epoch.Load() != 0, Epoch: ld.last.Epoch, LeaderURL: ld.last.URL,
+		Holder: ld.last.Holder, Expires: ld.last.Expires, Takeovers: ld.takeovers.Load(),
+		StepDowns: ld.stepDowns.Load(), Failovers: ld.last.Failovers,
+		Lost: ld.lostCount.Load(), RenewedLate: ld.renewedLate.Load(), FencedCommits: ld.fencedCommits.Load()}
+	if !ld.last.Live && !r.Leader {
 		r.LeaderURL, r.Holder = "", ""
 	}
 	return r
 }
 
-// Leading reports whether this server sequences the log now, and returns
-// a channel closed at its next change of role: what a task that must run
-// on the leader alone (a witness cosigner loop) waits on.
-func (l *Ledger) Leading() (bool, <-chan struct{}) {
-	if l.lead.leaser == nil {
+// leading is Ledger.Leading.
+func (ld *leadership) leading() (bool, <-chan struct{}) {
+	if ld.leaser == nil {
 		return true, nil
 	}
-	l.lead.mu.Lock()
-	defer l.lead.mu.Unlock()
-	if l.lead.change == nil {
-		l.lead.change = make(chan struct{})
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if ld.change == nil {
+		ld.change = make(chan struct{})
 	}
-	return l.lead.epoch.Load() != 0, l.lead.change
+	return ld.epoch.Load() != 0, ld.change
 }
 
-func (l *Ledger) roleChanged() {
-	l.lead.mu.Lock()
-	if l.lead.change != nil {
-		close(l.lead.change)
+func (ld *leadership) roleChanged() {
+	ld.mu.Lock()
+	if ld.change != nil {
+		close(ld.change)
 	}
-	l.lead.change = make(chan struct{})
-	l.lead.mu.Unlock()
+	ld.change = make(chan struct{})
+	ld.mu.Unlock()
 }
 
 // notLeader is the error appends get on a follower.
-func (l *Ledger) notLeader(reason string) error {
-	l.lead.mu.Lock()
-	last := l.lead.last
-	l.lead.mu.Unlock()
+func (ld *leadership) notLeader(reason string) error {
+	ld.mu.Lock()
+	last := ld.last
+	ld.mu.Unlock()
 	e := &NotLeaderError{Epoch: last.Epoch, Reason: reason}
 	if last.Live && !last.Mine {
 		e.Leader = last.URL
@@ -163,58 +211,58 @@ func (l *Ledger) notLeader(reason string) error {
 
 // tryLead acquires the lease if it is free. Called at open and by the
 // lease loop.
-func (l *Ledger) tryLead(ctx context.Context) error {
-	if wait := l.opts.LeaseWait; wait != nil && l.lead.epoch.Load() == 0 {
-		ls, err := l.lead.leaser.Lease(ctx)
+func (ld *leadership) tryLead(ctx context.Context) error {
+	if wait := ld.wait; wait != nil && ld.epoch.Load() == 0 {
+		ls, err := ld.leaser.Lease(ctx)
 		if err != nil {
 			return err
 		}
-		l.lead.mu.Lock()
-		l.lead.last = ls
-		l.lead.mu.Unlock()
+		ld.mu.Lock()
+		ld.last = ls
+		ld.mu.Unlock()
 		if ls.Live {
-			l.lead.freeSince = time.Time{}
+			ld.freeSince = time.Time{}
 			return nil
 		}
-		if l.lead.freeSince.IsZero() {
-			l.lead.freeSince = time.Now()
+		if ld.freeSince.IsZero() {
+			ld.freeSince = time.Now()
 		}
-		if time.Since(l.lead.freeSince) < wait() {
+		if time.Since(ld.freeSince) < wait() {
 			return nil
 		}
 		// Leave a free lease to a live server that prefers the log, for
 		// as long as it should take to take it.
-		if p := l.caps.Prefer; p != nil && !l.opts.Prefer && time.Since(l.lead.freeSince) < 2*l.opts.LeaseTTL {
+		if p := ld.preferrer; p != nil && !ld.prefer && time.Since(ld.freeSince) < 2*ld.ttl {
 			if wanted, err := p.Preferred(ctx); err != nil || wanted {
 				return err
 			}
 		}
 	}
 	start := time.Now()
-	ls, err := l.lead.leaser.Acquire(ctx, l.opts.Advertise, l.opts.LeaseTTL)
+	ls, err := ld.leaser.Acquire(ctx, ld.advertise, ld.ttl)
 	if err != nil {
 		return err
 	}
-	l.lead.mu.Lock()
-	l.lead.last = ls
-	l.lead.mu.Unlock()
+	ld.mu.Lock()
+	ld.last = ls
+	ld.mu.Unlock()
 	if ls.Mine {
 		// Seen free again from scratch once this server lets it go.
-		l.lead.freeSince = time.Time{}
+		ld.freeSince = time.Time{}
 	}
-	if ls.Mine && l.lead.epoch.Load() != ls.Epoch {
-		l.lead.renewed = start
-		l.lead.mu.Lock()
-		if l.lead.endHeld != nil {
-			l.lead.endHeld()
+	if ls.Mine && ld.epoch.Load() != ls.Epoch {
+		ld.mu.Lock()
+		ld.renewed = start
+		if ld.endHeld != nil {
+			ld.endHeld()
 		}
-		l.lead.held, l.lead.endHeld = context.WithCancel(context.Background())
-		l.lead.mu.Unlock()
-		l.lead.epoch.Store(ls.Epoch)
-		l.lead.takeovers.Add(1)
-		l.leaseEvent("took", "lease taken", slog.Uint64("epoch", ls.Epoch), slog.Uint64("failovers", ls.Failovers),
+		ld.held, ld.endHeld = context.WithCancel(context.Background())
+		ld.mu.Unlock()
+		ld.epoch.Store(ls.Epoch)
+		ld.takeovers.Add(1)
+		ld.event("took", "lease taken", slog.Uint64("epoch", ls.Epoch), slog.Uint64("failovers", ls.Failovers),
 			slog.Time("expires", ls.Expires))
-		l.roleChanged()
+		ld.roleChanged()
 	}
 	return nil
 }
@@ -226,11 +274,11 @@ func (l *Ledger) tryLead(ctx context.Context) error {
 // not_leader rather than held until the fault ends. A commit whose
 // COMMIT was sent is then of unknown outcome, which resolveUnknown
 // settles, or leaves to the next leader.
-func (l *Ledger) commitContext() (context.Context, context.CancelFunc) {
-	if l.lead.leaser == nil {
+func (ld *leadership) commitContext() (context.Context, context.CancelFunc) {
+	if ld.leaser == nil {
 		return context.Background(), func() {}
 	}
-	lead, changed := l.Leading()
+	lead, changed := ld.leading()
 	ctx, cancel := context.WithCancel(context.Background())
 	if !lead {
 		return ctx, cancel
@@ -252,16 +300,16 @@ func (l *Ledger) commitContext() (context.Context, context.CancelFunc) {
 // not lead, so that a database that stopped answering (a partition that
 // keeps the sockets open) holds no submitter past the loss of the lease.
 // A server that takes the lease again reloads everything (takeLead).
-func (l *Ledger) leaseContext() context.Context {
-	if l.lead.leaser == nil {
+func (ld *leadership) leaseContext() context.Context {
+	if ld.leaser == nil {
 		return context.Background()
 	}
-	l.lead.mu.Lock()
-	defer l.lead.mu.Unlock()
-	if l.lead.held == nil || l.lead.epoch.Load() == 0 {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	if ld.held == nil || ld.epoch.Load() == 0 {
 		return endedContext
 	}
-	return l.lead.held
+	return ld.held
 }
 
 // endedContext is a context that has ended: the lease context of a
@@ -272,17 +320,17 @@ var endedContext = func() context.Context {
 	return ctx
 }()
 
-// leaseEvent writes the one log line of a lease event (took, renewed
-// late, lost, stepped down, fenced commit); the counters behind Role, and
-// the server's metrics, count them.
-func (l *Ledger) leaseEvent(event, msg string, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{slog.String("lease_event", event), slog.String("log", l.origin),
-		slog.String("holder", l.opts.Advertise)}, attrs...)
+// event writes the one log line of a lease event (took, renewed late,
+// lost, stepped down, fenced commit); the counters behind Role, and the
+// server's metrics, count them.
+func (ld *leadership) event(event, msg string, attrs ...slog.Attr) {
+	attrs = append([]slog.Attr{slog.String("lease_event", event), slog.String("log", ld.origin),
+		slog.String("holder", ld.advertise)}, attrs...)
 	level := slog.LevelInfo
 	if event != "took" {
 		level = slog.LevelWarn
 	}
-	lg := l.opts.Logger
+	lg := ld.logger
 	if lg == nil {
 		lg = slog.Default()
 	}
@@ -291,9 +339,9 @@ func (l *Ledger) leaseEvent(event, msg string, attrs ...slog.Attr) {
 
 // fencedCommit records a batch the store refused under this server's
 // epoch.
-func (l *Ledger) fencedCommit(err error) {
-	l.lead.fencedCommits.Add(1)
-	l.leaseEvent("fenced_commit", "commit fenced: the lease moved on", slog.Uint64("epoch", l.lead.seqEpoch), slog.String("err", err.Error()))
+func (ld *leadership) fencedCommit(err error) {
+	ld.fencedCommits.Add(1)
+	ld.event("fenced_commit", "commit fenced: the lease moved on", slog.Uint64("epoch", ld.seqEpoch), slog.String("err", err.Error()))
 }
 
 // stepDown gives up sequencing: the store forgets the epoch, so nothing
@@ -304,41 +352,41 @@ func (l *Ledger) fencedCommit(err error) {
 // that every submission this server holds is answered now, not when a
 // database that stopped answering answers again. Only then does it ask
 // the store who leads, for the refusals to name.
-func (l *Ledger) stepDown(reason string, lost bool) {
-	l.lead.leaser.Drop()
-	held := l.lead.epoch.Swap(0)
+func (ld *leadership) stepDown(reason string, lost bool) {
+	ld.leaser.Drop()
+	held := ld.epoch.Swap(0)
 	if held == 0 {
 		return
 	}
-	since := time.Since(l.lead.renewed)
-	l.lead.stepDowns.Add(1)
+	ld.stepDowns.Add(1)
 	if lost {
-		l.lead.lost.Add(1)
+		ld.lostCount.Add(1)
 	}
-	l.lead.mu.Lock()
-	if l.lead.endHeld != nil {
-		l.lead.endHeld()
+	ld.mu.Lock()
+	since := time.Since(ld.renewed)
+	if ld.endHeld != nil {
+		ld.endHeld()
 	}
 	// Until the store says who leads, refusals name nobody (not this
 	// server).
-	l.lead.last.Mine, l.lead.last.Live, l.lead.last.URL = false, false, ""
-	l.lead.mu.Unlock()
-	l.roleChanged()
+	ld.last.Mine, ld.last.Live, ld.last.URL = false, false, ""
+	ld.mu.Unlock()
+	ld.roleChanged()
 	// Learn who leads now, so that refusals can name it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	ls, err := l.lead.leaser.Lease(ctx)
+	ls, err := ld.leaser.Lease(ctx)
 	cancel()
-	l.lead.mu.Lock()
-	if err == nil && l.lead.epoch.Load() == 0 {
-		l.lead.last = ls
+	ld.mu.Lock()
+	if err == nil && ld.epoch.Load() == 0 {
+		ld.last = ls
 	}
-	now := l.lead.last
-	l.lead.mu.Unlock()
+	now := ld.last
+	ld.mu.Unlock()
 	event, msg := "stepped_down", "lease given up"
 	if lost {
 		event, msg = "lost", "lease lost"
 	}
-	l.leaseEvent(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
+	ld.event(event, msg, slog.String("reason", reason), slog.Uint64("epoch", held),
 		slog.Uint64("new_epoch", now.Epoch), slog.String("leader", now.URL),
 		slog.Duration("since_renewal", since))
 }
@@ -348,24 +396,25 @@ func (l *Ledger) stepDown(reason string, lost bool) {
 // store.
 func (l *Ledger) leaseLoop() {
 	defer l.wg.Done()
-	ttl := l.opts.LeaseTTL
+	ttl := l.lead.ttl
 	tick := time.NewTicker(ttl / 6)
 	defer tick.Stop()
 	poll := time.NewTicker(l.opts.HeadPoll)
 	defer poll.Stop()
 	// A store that announces commits (PostgreSQL's LISTEN/NOTIFY) wakes a
 	// follower at once; the poll stays, for when the announcements stop.
+	var headNote <-chan struct{} // the store says the head moved (nil: never)
 	if w := l.caps.Watch; w != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		l.headNote = w.WatchHead(ctx)
+		headNote = w.WatchHead(ctx)
 	}
 	nextLease := time.Now()
 	for {
 		select {
 		case <-l.closing:
 			return
-		case <-l.headNote:
+		case <-headNote:
 			l.followHead()
 			continue
 		case <-poll.C:
@@ -380,32 +429,11 @@ func (l *Ledger) leaseLoop() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
 		if l.lead.epoch.Load() != 0 {
-			start := time.Now()
-			exp, err := l.lead.leaser.Renew(ctx, ttl)
-			switch {
-			case err == nil:
-				if gap := start.Sub(l.lead.renewed); gap > ttl*2/3 {
-					l.lead.renewedLate.Add(1)
-					l.leaseEvent("renewed_late", "lease renewed late", slog.Uint64("epoch", l.lead.epoch.Load()),
-						slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))
-				}
-				l.lead.renewed = start
-				l.lead.mu.Lock()
-				l.lead.last.Expires, l.lead.last.Live = exp, true
-				l.lead.mu.Unlock()
-				nextLease = start.Add(ttl / 3)
-				l.maybeHandOff()
-			case errors.Is(err, storage.ErrFenced):
-				l.stepDown("lease taken over", true)
-			case time.Since(l.lead.renewed) > ttl*9/10:
-				// The database has not confirmed the lease for almost its
-				// whole life: another server may hold it by now. Stop
-				// before it could (the fence would refuse a commit
-				// anyway; this keeps answers honest).
-				l.stepDown("lease not renewed in time", true)
+			if next, ok := l.lead.renew(ctx); ok {
+				nextLease = next
 			}
 		} else {
-			if err := l.tryLead(ctx); err == nil {
+			if err := l.lead.tryLead(ctx); err == nil {
 				nextLease = time.Now().Add(ttl / 3)
 			}
 		}
@@ -413,30 +441,63 @@ func (l *Ledger) leaseLoop() {
 	}
 }
 
+// renew renews the lease this server holds, and then hands it over if it
+// should (maybeHandOff); it steps down when the store refuses the
+// renewal, or has not confirmed the lease for almost its whole life. It
+// returns when to renew next, if the renewal went through.
+func (ld *leadership) renew(ctx context.Context) (time.Time, bool) {
+	ttl := ld.ttl
+	start := time.Now()
+	exp, err := ld.leaser.Renew(ctx, ttl)
+	switch {
+	case err == nil:
+		if gap := start.Sub(ld.renewed); gap > ttl*2/3 {
+			ld.renewedLate.Add(1)
+			ld.event("renewed_late", "lease renewed late", slog.Uint64("epoch", ld.epoch.Load()),
+				slog.Duration("since_renewal", gap), slog.Duration("lease", ttl))
+		}
+		ld.mu.Lock()
+		ld.renewed = start
+		ld.last.Expires, ld.last.Live = exp, true
+		ld.mu.Unlock()
+		ld.maybeHandOff()
+		return start.Add(ttl / 3), true
+	case errors.Is(err, storage.ErrFenced):
+		ld.stepDown("lease taken over", true)
+	case time.Since(ld.renewed) > ttl*9/10:
+		// The database has not confirmed the lease for almost its whole
+		// life: another server may hold it by now. Stop before it could
+		// (the fence would refuse a commit anyway; this keeps answers
+		// honest).
+		ld.stepDown("lease not renewed in time", true)
+	}
+	return time.Time{}, false
+}
+
 // maybeHandOff hands the lease over when a live server prefers the log
 // and this one does not (Options.Prefer): it releases the lease and steps
 // down, and the preferring server takes it at its next try. A commit in
 // flight ends first (the release waits for its lock on the lease row);
 // a later one is fenced and answered with an error, never acknowledged.
-func (l *Ledger) maybeHandOff() {
-	p, ok := l.caps.Prefer, l.caps.Prefer != nil
-	if !ok || l.opts.Prefer || l.opts.LeaseWait == nil {
+func (ld *leadership) maybeHandOff() {
+	p := ld.preferrer
+	if p == nil || ld.prefer || ld.wait == nil {
 		return
 	}
-	if !l.lead.handedOff.IsZero() && time.Since(l.lead.handedOff) < handOffQuiet {
+	if !ld.handedOff.IsZero() && time.Since(ld.handedOff) < handOffQuiet {
 		return
 	}
 	// A context of its own: the renewal before it may have used most of
 	// its own, waiting behind the commits that lock the lease row.
-	ctx, cancel := context.WithTimeout(context.Background(), l.opts.LeaseTTL/3)
+	ctx, cancel := context.WithTimeout(context.Background(), ld.ttl/3)
 	defer cancel()
 	wanted, err := p.Preferred(ctx)
 	if err != nil || !wanted {
 		return
 	}
-	l.lead.handedOff = time.Now()
-	l.lead.leaser.Release(ctx)
-	l.stepDown("handed over to a server that prefers this log", false)
+	ld.handedOff = time.Now()
+	ld.leaser.Release(ctx)
+	ld.stepDown("handed over to a server that prefers this log", false)
 }
 
 // followHead reads the committed head on a follower and publishes it.
@@ -444,7 +505,7 @@ func (l *Ledger) followHead() {
 	if l.lead.epoch.Load() != 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.opts.LeaseTTL)
+	ctx, cancel := context.WithTimeout(context.Background(), l.lead.ttl)
 	defer cancel()
 	sh, err := l.store.Head(ctx)
 	if err != nil || sh == nil {
@@ -454,7 +515,7 @@ func (l *Ledger) followHead() {
 	if err != nil {
 		return
 	}
-	l.advanceHead(h, nil, nil)
+	l.heads.advance(h, nil, nil)
 }
 
 // headOf checks a stored head and returns it as a Head.
@@ -465,7 +526,7 @@ func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: sh.Checkpoint}
 	if sh.Checkpoint != nil {
-		c, err := l.keySet.Open(sh.Checkpoint)
+		c, err := l.keys.set.Open(sh.Checkpoint)
 		if err != nil {
 			return nil, fmt.Errorf("stored checkpoint: %w", err)
 		}
@@ -476,34 +537,17 @@ func (l *Ledger) headOf(sh *storage.Head) (*Head, error) {
 	return h, nil
 }
 
-// advanceHead publishes h if it is larger than the head held; a follower
-// does not know which workflows the new leaves joined (nil).
-func (l *Ledger) advanceHead(h *Head, workflows map[string]bool, indexes map[string][]uint64) {
-	l.headMu.Lock()
-	defer l.headMu.Unlock()
-	old := l.head.Load()
-	if old != nil && h.Size <= old.Size {
-		return
-	}
-	from := uint64(0)
-	if old != nil {
-		from = old.Size
-	}
-	l.head.Store(h)
-	l.watchers.publish(Commit{Head: *h, From: from, Workflows: workflows, Indexes: indexes})
-}
-
 // takeLead makes the sequencer's state that of the store under the epoch
 // held, reloading it after a change of leader. It returns an error for a
 // batch that must not be decided: this server is not the leader, or the
 // store could not be read.
-func (l *Ledger) takeLead() error {
+func (l *sequencer) takeLead() error {
 	if l.lead.leaser == nil {
 		return nil
 	}
 	ep := l.lead.epoch.Load()
 	if ep == 0 {
-		return l.notLeader("")
+		return l.lead.notLeader("")
 	}
 	if ep == l.lead.seqEpoch {
 		return nil
@@ -520,16 +564,14 @@ func (l *Ledger) takeLead() error {
 	return nil
 }
 
-// LeadingChanges sends whether this server sequences the log now, then
-// each change of role, until ctx ends (then it closes the channel). A
-// slow reader misses intermediate changes, never the latest.
-func (l *Ledger) LeadingChanges(ctx context.Context) <-chan bool {
+// changes is Ledger.LeadingChanges.
+func (ld *leadership) changes(ctx context.Context) <-chan bool {
 	out := make(chan bool, 1)
 	go func() {
 		defer close(out)
 		last := -1
 		for {
-			lead, changed := l.Leading()
+			lead, changed := ld.leading()
 			if v := map[bool]int{false: 0, true: 1}[lead]; v != last {
 				select {
 				case <-out: // drop an unread, older value

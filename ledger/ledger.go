@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +11,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
-	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/storage"
 )
@@ -170,71 +165,34 @@ type retiredKey struct {
 	Root string `json:"root,omitempty"`
 }
 
-// keyring is what an open ledger signs with.
-type keyring struct {
-	log        ed25519.PrivateKey   // GENESIS's log key: DENIALs
-	checkpoint []ed25519.PrivateKey // every checkpoint, in order
-	retired    []retiredKey
-	denial     map[string]ed25519.PrivateKey // key id -> key: the log key and every DENIAL key
-}
-
 const configName = "custody.json"
 
 // Ledger is an open log. Its methods are safe for concurrent use.
+//
+// A Ledger is a facade: it opens and closes the log, and its methods
+// delegate to its parts (the package documentation's # Parts), each a
+// type in its own file that owns its fields and states its locking rule.
 type Ledger struct {
-	loc     string // the data folder, or the store's URL without password
-	origin  string
-	opts    Options
-	store   storage.Store
-	caps    storage.Capabilities // what the store declares (store.Capabilities)
-	kr      keyring
-	signer  note.Signer   // the first checkpoint key
-	signers []note.Signer // the others, during a rotation
-	keySet  *merkle.KeySet
-	vkey    string // keySet, as text: what verifiers need
-	// ownKeys holds the key ids of every key the log signs with: the log
-	// key and each checkpoint key, current or retired. Set by loadKeys
-	// before the workers start; read-only after.
-	ownKeys map[string]bool
-
-	prover *merkle.Prover
-	keys   sync.Map // key id -> sign.Key (Ed25519 or passkey), for the verify workers
-
-	seqQ    chan *request
-	verifyQ chan *request
-	closing chan struct{}
-	closed  atomic.Bool
-	wg      sync.WaitGroup
-	closeMu sync.RWMutex // held for reading while enqueuing, for writing by Close
-
-	// Owned by the sequencer goroutine.
-	inflight *job   // the batch whose commit is running, if any
-	next     uint64 // the index the next leaf gets (past the batch in flight)
-	engine   *authority.Engine
-	builder  *merkle.Builder
-	limiter  *limiter
-	lastAt   time.Time
-	wfx      wfIndexer // the workflow index of the batches in flight
-	// txnBudget is the most a batch's transaction may weigh (the
-	// store's Weigh): its Budget, smaller in tests of split.
-	txnBudget int
-
-	// hf is the signed-head file (signedhead.go), written by the commit
-	// goroutine before a head is shown; nil when ReadOnly.
-	hf *headFile
-	// failed is set when a batch was committed but its checkpoint could
-	// not be made durable in the signed-head file: nothing more is
-	// committed or shown until a restart.
-	failed atomic.Pointer[error]
+	loc    string // the data folder, or the store's URL without password
+	origin string
+	opts   Options
+	store  storage.Store
+	caps   storage.Capabilities // what the store declares (store.Capabilities)
 	// damage is what the open checks of a ReadOnly ledger found wrong.
 	damage error
+	// closing is closed by Close (at once, for a ReadOnly ledger); wg
+	// counts the goroutines that stop then: the lease loop, the workers
+	// and the sequencer.
+	closing chan struct{}
+	wg      sync.WaitGroup
 
-	head     atomic.Pointer[Head] // the latest committed tree head
-	headMu   sync.Mutex           // orders changes of head
-	headNote <-chan struct{}      // the store says the head moved (nil: never; leaseLoop's own)
-	lead     leadership
-	watchers broadcaster
-	stats    stats // commit counters, see Stats
+	// The parts, each in its own file, with its own locking rule.
+	seq   sequencer   // the append pipeline (pipeline.go)
+	read  reader      // every read of the committed log (readers.go)
+	keys  signingKeys // what the log signs with (keys.go)
+	lead  leadership  // the sequencer lease of a shared store (lease.go)
+	heads heads       // the published head and its watchers (watch.go)
+	stats stats       // commit counters, see Stats (stats.go)
 }
 
 // Head is a committed tree head: its size and signed checkpoint.
@@ -358,72 +316,22 @@ func readConfig(st configFiles) (*config, error) {
 	return &cfg, nil
 }
 
-// readKey reads a private key file the config names: relative names are
-// the store's files (the data folder's, or the database's); an absolute
-// path is a file on this machine.
-func readKey(st configFiles, path string, passphrase func() ([]byte, error)) (ed25519.PrivateKey, error) {
-	if filepath.IsAbs(path) {
-		return sign.ReadPrivateKeyFile(path, passphrase)
-	}
-	data, err := st.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read key file %s: %w", path, err)
-	}
-	defer clear(data)
-	k, err := sign.ParsePrivateKeyPEM(data, passphrase)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
-}
-
-// keyring reads the key files the config names.
-func (cfg *config) keyring(st configFiles, passphrase func() ([]byte, error)) (keyring, error) {
-	read := func(what, path string) (ed25519.PrivateKey, error) {
-		k, err := readKey(st, path, passphrase)
-		if err != nil {
-			return nil, fmt.Errorf("reading the %s: %w", what, err)
-		}
-		return k, nil
-	}
-	var kr keyring
-	var err error
-	if kr.log, err = read("log key", cfg.LogKey); err != nil {
-		return kr, err
-	}
-	for _, p := range cfg.CheckpointKeys {
-		if p == cfg.LogKey {
-			kr.checkpoint = append(kr.checkpoint, kr.log)
-			continue
-		}
-		k, err := read("checkpoint key", p)
-		if err != nil {
-			return kr, err
-		}
-		kr.checkpoint = append(kr.checkpoint, k)
-	}
-	if len(kr.checkpoint) == 0 {
-		kr.checkpoint = []ed25519.PrivateKey{kr.log}
-	}
-	kr.retired = cfg.RetiredKeys
-	if err := cfg.denialKeyring(st, passphrase, &kr); err != nil {
-		return kr, err
-	}
-	return kr, nil
-}
-
 func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, error) {
 	opts.defaults()
-	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, kr: kr,
+	l := &Ledger{loc: st.Location(), origin: origin, opts: opts, store: st, caps: st.Capabilities(),
+		keys: signingKeys{origin: origin, kr: kr}, closing: make(chan struct{})}
+	l.read = reader{origin: origin, store: st, heads: &l.heads}
+	l.seq = sequencer{loc: l.loc, origin: origin, opts: &l.opts, store: st, caps: l.caps,
+		keys: &l.keys, read: &l.read, heads: &l.heads, lead: &l.lead, stats: &l.stats, closing: l.closing, wg: &l.wg,
 		seqQ: make(chan *request, opts.QueueSize), verifyQ: make(chan *request, opts.QueueSize),
-		closing: make(chan struct{}), limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget(), caps: st.Capabilities()}
+		limiter: newLimiter(opts.DenialsPerMinute, opts.DenialBurst), txnBudget: st.Budget()}
 	if ls := l.caps.Lease; ls != nil && !opts.ReadOnly {
-		l.lead.leaser = ls
+		l.lead = newLeadership(ls, origin, &l.opts, l.caps)
 		if p := l.caps.Prefer; p != nil && opts.Prefer {
 			p.Prefer(context.Background()) // until the store closes
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), opts.LeaseTTL)
-		err := l.tryLead(ctx)
+		err := l.lead.tryLead(ctx)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -440,7 +348,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 			de.Files = append(de.Files, d()...)
 		}
 	}
-	if opts.ReadOnly && de != nil && l.head.Load() != nil {
+	if opts.ReadOnly && de != nil && l.heads.load() != nil {
 		// Damage found after the head was read: the ledger opens for
 		// inspection, with the damage reported. Damage that kept the
 		// head from being read leaves nothing to inspect: an error.
@@ -450,7 +358,7 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 		if l.lead.leaser != nil {
 			l.lead.leaser.Release(context.Background())
 		}
-		l.hf.close()
+		l.seq.hf.close()
 		return nil, err
 	}
 	if opts.ReadOnly {
@@ -463,33 +371,33 @@ func open(st storage.Store, origin string, kr keyring, opts Options) (*Ledger, e
 	}
 	for i := 0; i < opts.Workers; i++ {
 		l.wg.Add(1)
-		go l.worker()
+		go l.seq.worker()
 	}
 	l.wg.Add(1)
-	go l.sequencer()
+	go l.seq.run()
 	return l, nil
 }
 
 // load reads the tree head and prepares the builder, engine and prover.
 // Its cost does not depend on the log's size.
 func (l *Ledger) load() error {
-	if err := l.loadKeys(); err != nil {
+	if err := l.keys.load(); err != nil {
 		return err
 	}
-	l.prover = merkle.NewProver(l.tileReader(), l.opts.ProofCacheTiles)
+	l.read.prover = merkle.NewProver(storeTiles{l.store}, l.opts.ProofCacheTiles)
 	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}
-	l.engine = l.newEngine()
-	if err := l.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
+	l.seq.engine = l.seq.newEngine()
+	if err := l.seq.loadHead(l.lead.leaser == nil || l.lead.epoch.Load() != 0); err != nil {
 		return err
 	}
-	return l.checkDenialKey()
+	return l.seq.checkDenialKey()
 }
 
 // loadHead reads the committed head and prepares the builder (and, if
 // resign, signs the head again with the current checkpoint keys).
-func (l *Ledger) loadHead(resign bool) error {
+func (l *sequencer) loadHead(resign bool) error {
 	damaged := func(what string, cause error) error {
 		return &DamageError{Dir: l.loc, What: what, Err: cause}
 	}
@@ -512,11 +420,11 @@ func (l *Ledger) loadHead(resign bool) error {
 		}
 		cp = sh.Checkpoint
 	}
-	tiles := l.tileReader()
+	tiles := storeTiles{l.store}
 	if l.builder, err = merkle.NewBuilder(edge, tiles); err != nil {
 		return damaged(fmt.Sprintf("the stored tiles of the tree's right edge: %v", err), ErrDamaged)
 	}
-	if err := l.pinRetired(); err != nil {
+	if err := l.keys.pinRetired(l.builder.Size(), l.read.prover.RootAt); err != nil {
 		return err
 	}
 	h := &Head{Size: edge.Size(), Root: edge.Root(), Checkpoint: cp}
@@ -539,7 +447,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		}
 	}
 	if cp != nil {
-		c, err := l.keySet.Open(cp)
+		c, err := l.keys.set.Open(cp)
 		if err != nil {
 			return fmt.Errorf("stored checkpoint: %w", err)
 		}
@@ -551,7 +459,7 @@ func (l *Ledger) loadHead(resign bool) error {
 		// saw before is contradicted). Ed25519 is deterministic, so an
 		// unchanged key list gives the same bytes and writes nothing.
 		if resign && !l.opts.ReadOnly {
-			if h.Checkpoint, err = l.resign(h.Size, h.Root, cp); err != nil {
+			if h.Checkpoint, err = l.keys.resign(l.store, h.Size, h.Root, cp); err != nil {
 				return err
 			}
 		}
@@ -563,9 +471,7 @@ func (l *Ledger) loadHead(resign bool) error {
 			}
 		}
 	}
-	l.headMu.Lock()
-	l.head.Store(h)
-	l.headMu.Unlock()
+	l.heads.set(h)
 	l.next = h.Size
 	if m := l.engine.Meta(); m != nil && m.LastLoggedAt != "" {
 		l.lastAt, _ = statement.ParseLoggedAt(m.LastLoggedAt)
@@ -576,18 +482,12 @@ func (l *Ledger) loadHead(resign bool) error {
 // Close stops accepting submissions, finishes those already queued,
 // and closes the database.
 func (l *Ledger) Close() error {
-	l.closeMu.Lock()
-	if l.closed.Swap(true) {
-		l.closeMu.Unlock()
+	if !l.seq.stop() {
 		return nil
 	}
-	if !l.opts.ReadOnly {
-		close(l.closing)
-	}
-	l.closeMu.Unlock()
 	l.wg.Wait()
 	err := l.store.Close()
-	if e := l.hf.close(); err == nil {
+	if e := l.seq.hf.close(); err == nil {
 		err = e
 	}
 	return err
@@ -607,22 +507,27 @@ func (l *Ledger) Dir() string { return l.loc }
 func (l *Ledger) Store() storage.Store { return l.store }
 
 // VerifierKey is the signed-note verifier key of the log's checkpoints.
-func (l *Ledger) VerifierKey() string { return l.vkey }
+func (l *Ledger) VerifierKey() string { return l.keys.vkey }
 
 // Head returns the latest committed tree head.
-func (l *Ledger) Head() Head { return *l.head.Load() }
+func (l *Ledger) Head() Head { return *l.heads.load() }
+
+// newEngine returns the decision engine over the store's state records,
+// told which keys the log signs with but does not bind (the checkpoint
+// keys): what they sign is never a submission (DESIGN §1).
+func (l *sequencer) newEngine() *authority.Engine {
+	e := authority.New(recordStore{l.store})
+	for id := range l.keys.own {
+		e.RefuseKeys(id)
+	}
+	return e
+}
 
 // recordStore serves the authority engine's records from committed state.
 type recordStore struct{ st storage.Store }
 
 func (s recordStore) Load(key string) ([]byte, error) {
 	return s.st.Record(context.Background(), key)
-}
-
-// tileReader reads committed hash tiles (storeTiles, in read.go: whole
-// tiles, or the part of one a proof needs).
-func (l *Ledger) tileReader() merkle.TileReader {
-	return storeTiles{l.store}
 }
 
 // openAt opens the store at loc and a ledger on it with the given keys,

@@ -95,7 +95,7 @@ func TestWorkerVerifiesBeforeParsing(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &request{data: raw, ready: make(chan struct{})}
-	w.l.check(req)
+	w.l.seq.check(req)
 	if req.refusal == nil || req.refusal.Code != authority.BadSignature {
 		t.Fatalf("refusal %v, want bad_signature", req.refusal)
 	}

@@ -170,7 +170,7 @@ func TestPasskeyApprovalTwin(t *testing.T) {
 	w.must(alice, c1, authority.Accepted, "")
 	p := w.pending(booker, "r1", "wf1", "c1", c1.ScopeHash, "s1", "buy", "shop/a", nil)
 	held := w.must(booker, p, authority.Accepted, "")
-	if rec := w.l.engine.Pending("r1"); rec == nil || rec.Hold == nil {
+	if rec := w.l.seq.engine.Pending("r1"); rec == nil || rec.Hold == nil {
 		t.Fatalf("r1 is not held: %+v", rec)
 	}
 	payload, _ := statement.Marshal(p)

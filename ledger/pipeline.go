@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/custodylog/custody/authority"
@@ -36,6 +38,66 @@ type Result struct {
 	// Leaf is the leaf at Index as logged, when this submission logged it
 	// (nil for a Duplicate: read it with LeafBytes).
 	Leaf []byte
+}
+
+// sequencer is the ledger's sequencer part: the append pipeline, from
+// the queues to the answers (DESIGN §4, §5). It owns the queues and the
+// verify workers with their cache of bound keys; the one sequencer
+// goroutine (run) that takes submissions in arrival order, deduplicates
+// and decides them, and gathers batches; and each batch's commit
+// goroutine (commitJob), which writes the batch to the store and its
+// checkpoint to the signed-head file, publishes the head and answers. It
+// also (re)loads the state it decides on from the store: at open, and
+// when this server takes the lease (loadHead, takeLead).
+//
+// Locking: the fields above the queues are set at open and read-only
+// after (the peer parts it uses, each with its own rule). Submit holds
+// closeMu for reading while it queues, and Close holds it for writing,
+// so nothing is queued once closed is set; the workers read the queue
+// and write only the request they hold. The fields below "Owned by the
+// sequencer goroutine" are touched by that goroutine alone (and by the
+// open before it starts). A batch's commit goroutine writes only its
+// job, the signed-head file (one commit at a time: each waits for the
+// one before) and failed; it hands its outcome to the sequencer through
+// the job's channels (drain, drainStored).
+type sequencer struct {
+	loc, origin string
+	opts        *Options
+	store       storage.Store
+	caps        storage.Capabilities
+	keys        *signingKeys
+	read        *reader
+	heads       *heads
+	lead        *leadership
+	stats       *stats
+	closing     chan struct{} // closed by Close: finish what is queued, then stop
+	wg          *sync.WaitGroup
+
+	seqQ    chan *request
+	verifyQ chan *request
+	closed  atomic.Bool
+	closeMu sync.RWMutex // held for reading while enqueuing, for writing by Close
+	bound   sync.Map     // key id -> sign.Key (Ed25519 or passkey), for the verify workers
+
+	// Owned by the sequencer goroutine.
+	inflight *job   // the batch whose commit is running, if any
+	next     uint64 // the index the next leaf gets (past the batch in flight)
+	engine   *authority.Engine
+	builder  *merkle.Builder
+	limiter  *limiter
+	lastAt   time.Time
+	wfx      wfIndexer // the workflow index of the batches in flight
+	// txnBudget is the most a batch's transaction may weigh (the
+	// store's Weigh): its Budget, smaller in tests of split.
+	txnBudget int
+
+	// hf is the signed-head file (signedhead.go), written by the commit
+	// goroutine before a head is shown; nil when ReadOnly.
+	hf *headFile
+	// failed is set when a batch was committed but its checkpoint could
+	// not be made durable in the signed-head file: nothing more is
+	// committed or shown until a restart.
+	failed atomic.Pointer[error]
 }
 
 // request is one submission travelling through the pipeline.
@@ -94,8 +156,8 @@ func (l *Ledger) Append(ctx context.Context, envelope []byte) (*Result, error) {
 
 // Pending is a queued submission.
 type Pending struct {
-	l   *Ledger
-	req *request
+	prover *merkle.Prover // the ledger's (reader.prover)
+	req    *request
 }
 
 // Submit queues one envelope and returns at once. Submissions made one
@@ -103,7 +165,7 @@ type Pending struct {
 // can keep many of its own statements in flight (each seq after the last)
 // and still have them batched together.
 func (l *Ledger) Submit(ctx context.Context, envelope []byte) (*Pending, error) {
-	return l.submit(ctx, envelope, nil)
+	return l.seq.submit(ctx, envelope, nil)
 }
 
 // Batch ties together the submissions of one batch request (POST
@@ -125,10 +187,10 @@ type Batch struct {
 // SubmitBatched is Submit for a submission of batch b; b's submissions
 // are sequenced in the order they were made.
 func (l *Ledger) SubmitBatched(ctx context.Context, b *Batch, envelope []byte) (*Pending, error) {
-	return l.submit(ctx, envelope, b)
+	return l.seq.submit(ctx, envelope, b)
 }
 
-func (l *Ledger) submit(ctx context.Context, envelope []byte, group *Batch) (*Pending, error) {
+func (l *sequencer) submit(ctx context.Context, envelope []byte, group *Batch) (*Pending, error) {
 	// The ledger keeps its own copy: the worker reads it later, and when it
 	// is already canonical these very bytes become the leaf's envelope, so
 	// a caller reusing its buffer (or giving up waiting) must not be able
@@ -157,7 +219,22 @@ func (l *Ledger) submit(ctx context.Context, envelope []byte, group *Batch) (*Pe
 	if group != nil {
 		group.last = req
 	}
-	return &Pending{l: l, req: req}, nil
+	return &Pending{prover: l.read.prover, req: req}, nil
+}
+
+// stop stops the intake: nothing is queued from now on, and the workers
+// and the sequencer finish what is queued and stop (closing). It reports
+// whether this call stopped it (false: a Close before did).
+func (l *sequencer) stop() bool {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closed.Swap(true) {
+		return false
+	}
+	if !l.opts.ReadOnly {
+		close(l.closing)
+	}
+	return true
 }
 
 // Wait waits for the submission's decision; see Append.
@@ -167,7 +244,7 @@ func (p *Pending) Wait(ctx context.Context) (*Result, error) {
 		if a.err != nil || a.res == nil {
 			return nil, a.err
 		}
-		prover := p.l.prover
+		prover := p.prover
 		if a.prover != nil {
 			prover = a.prover // the batch's own tiles, in memory
 		}
@@ -190,6 +267,10 @@ var ErrNotLogOnly = errors.New("ledger: AppendLeaves needs Options.LogOnly")
 // checks, for measuring the log alone; see Options.LogOnly. It returns the
 // index of the first leaf and the head that includes them all.
 func (l *Ledger) AppendLeaves(ctx context.Context, leaves [][]byte) (uint64, Head, error) {
+	return l.seq.appendLeaves(ctx, leaves)
+}
+
+func (l *sequencer) appendLeaves(ctx context.Context, leaves [][]byte) (uint64, Head, error) {
 	if !l.opts.LogOnly {
 		return 0, Head{}, ErrNotLogOnly
 	}
@@ -232,14 +313,14 @@ func (l *Ledger) AppendLeaves(ctx context.Context, leaves [][]byte) (uint64, Hea
 }
 
 // QueueDepth is the number of submissions waiting to be sequenced.
-func (l *Ledger) QueueDepth() int { return len(l.seqQ) }
+func (l *Ledger) QueueDepth() int { return len(l.seq.seqQ) }
 
 func refusal(code authority.Code, format string, args ...any) *authority.DecisionError {
 	return &authority.DecisionError{Verdict: authority.Refused, Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
 // worker performs DESIGN §4 steps 1–2 for queued submissions in parallel.
-func (l *Ledger) worker() {
+func (l *sequencer) worker() {
 	defer l.wg.Done()
 	for {
 		select {
@@ -259,7 +340,7 @@ func (l *Ledger) worker() {
 	}
 }
 
-func (l *Ledger) check(req *request) {
+func (l *sequencer) check(req *request) {
 	defer close(req.ready)
 	if req.raw {
 		return
@@ -285,7 +366,7 @@ func (l *Ledger) check(req *request) {
 	// signed is never a submission (DESIGN §1). The engine decides this
 	// (Engine.RefuseKeys, newEngine); refusing here too spares the
 	// sequencer, and a signature check, the work.
-	if l.ownKeys[env.KeyID] {
+	if l.keys.own[env.KeyID] {
 		req.refusal = refusal(authority.BadSignature, "key %s is one of this log's own keys, which sign DENIALs and checkpoints only; an envelope it signed is never a submission", env.KeyID)
 		return
 	}
@@ -317,14 +398,14 @@ func (l *Ledger) check(req *request) {
 // signingKey finds a bound key in committed state, caching it. A key id
 // is the SHA-256 of its key, so the cache cannot map an id to a wrong key;
 // a passkey's rp_id and origins never change once bound.
-func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
-	if v, ok := l.keys.Load(keyID); ok {
+func (l *sequencer) signingKey(keyID string) (sign.Key, bool) {
+	if v, ok := l.bound.Load(keyID); ok {
 		return v.(sign.Key), true
 	}
 	// Only while this server leads (leaseContext): a follower refuses the
 	// submission anyway, and the sequencer verifies a submission whose key
 	// the workers did not find.
-	raw, err := l.store.Record(l.leaseContext(), authority.KeyRecordKey(keyID))
+	raw, err := l.store.Record(l.lead.leaseContext(), authority.KeyRecordKey(keyID))
 	if err != nil || raw == nil {
 		return sign.Key{}, false
 	}
@@ -346,7 +427,7 @@ func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 		}
 		key.Ed25519 = pub
 	}
-	l.keys.Store(keyID, key)
+	l.bound.Store(keyID, key)
 	return key, true
 }
 
@@ -355,7 +436,7 @@ func (l *Ledger) signingKey(keyID string) (sign.Key, bool) {
 // answered as a repeat: a passkey repeat is recognised by payload and
 // keyid, not signature bytes (DESIGN §1), so its signature must still
 // verify before it learns the first decision. nil means it may.
-func (l *Ledger) unverifiedRepeat(req *request) *authority.DecisionError {
+func (l *sequencer) unverifiedRepeat(req *request) *authority.DecisionError {
 	if req.verified || !sign.IsPasskeySig(req.env.Sig) {
 		return nil
 	}
@@ -370,7 +451,7 @@ func (l *Ledger) unverifiedRepeat(req *request) *authority.DecisionError {
 }
 
 // sequencer orders submissions, decides them and commits batches.
-func (l *Ledger) sequencer() {
+func (l *sequencer) run() {
 	defer l.wg.Done()
 	defer l.drain() // the last batch's commit finishes before Close returns
 	var carry *request
@@ -429,7 +510,7 @@ type pendingAnswer struct {
 }
 
 // process decides a batch and commits it in one transaction.
-func (l *Ledger) process(batch []*request) {
+func (l *sequencer) process(batch []*request) {
 	l.wfx.job++
 	if f := l.failed.Load(); f != nil {
 		l.drain()
@@ -479,11 +560,11 @@ func (l *Ledger) process(batch []*request) {
 	)
 	known := l.prefetchDedup(batch)
 	for i, req := range batch {
-		if l.lead.leaser != nil && l.lead.epoch.Load() == 0 {
+		if l.lead.lost() {
 			// The lease was lost while this batch was being decided: each
 			// read of the rest would wait on a store this server may no
 			// longer reach. Its submitters go to the next leader.
-			l.fail(batch, answers, l.notLeader("it lost the lease while deciding"))
+			l.fail(batch, answers, l.lead.notLeader("it lost the lease while deciding"))
 			return
 		}
 		<-req.ready
@@ -573,6 +654,14 @@ func (l *Ledger) process(batch []*request) {
 			var doc *statement.DenialDoc
 			var err error
 			doc, leafEnv, err = l.denial(&d, req.env, next, at)
+			if e := l.engine.Err(); e != nil {
+				// The engine could not read the log key's record (a read
+				// ended by a lost lease, say): as after Decide, nothing of
+				// this batch may be logged.
+				l.drain()
+				l.fail(batch, answers, e)
+				return
+			}
 			if err != nil {
 				a.err = err
 				continue
@@ -588,6 +677,13 @@ func (l *Ledger) process(batch []*request) {
 					return
 				}
 			}
+		}
+		if err := l.engine.Err(); err != nil {
+			// A read of the links (the workflow's last entry) failed: the
+			// leaf would miss its link. Nothing of this batch is logged.
+			l.drain()
+			l.fail(batch, answers, err)
+			return
 		}
 		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
 			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
@@ -635,7 +731,7 @@ func (l *Ledger) process(batch []*request) {
 			l.fail(batch, answers, err)
 			return
 		}
-		l.answer(j, l.head.Load())
+		l.answer(j, l.heads.load())
 		return
 	}
 	j.prev, l.inflight = l.inflight, j
@@ -670,12 +766,12 @@ type job struct {
 // prepare extends the tree with a batch's leaves and gathers everything its
 // transaction writes: leaves, indexes, new tiles, the engine's changed
 // records, the edge and the newly signed checkpoint.
-func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
+func (l *sequencer) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 	if err := l.builder.AppendBatch(hashes); err != nil {
 		return fmt.Errorf("extending the tree: %w", err)
 	}
 	size, root := l.builder.Size(), l.builder.Root()
-	cp, err := l.signCheckpoint(size, root)
+	cp, err := l.keys.sign(size, root)
 	if err != nil {
 		return fmt.Errorf("signing the checkpoint: %w", err)
 	}
@@ -689,7 +785,7 @@ func (l *Ledger) prepare(j *job, b *storage.Batch, hashes []merkle.Hash) error {
 		b.Tiles = append(b.Tiles, storage.Tile{Level: t.Level, Index: t.Index, Data: t.Data})
 		tiles.tiles[[2]uint64{t.Level, t.Index}] = t.Data
 	}
-	j.prover = l.prover.Over(tiles)
+	j.prover = l.read.prover.Over(tiles)
 	l.engine.Dirty(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.DirtyHints(func(k string, v []byte) { b.Records = append(b.Records, storage.Record{Key: k, Value: v}) })
 	l.engine.Written()
@@ -718,7 +814,7 @@ var errTxnTooBig = errors.New("the batch's transaction is too big")
 // full batch of ordinary receipts (MaxBatch 1024) weighs about two thirds
 // of the budget, but one statement can change many records (a revocation,
 // for one).
-func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
+func (l *sequencer) split(batch []*request, answers []pendingAnswer, cause error) {
 	if err := l.drain(); err != nil {
 		l.fail(batch, answers, err)
 		return
@@ -727,7 +823,7 @@ func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
 		l.fail(batch, answers, err)
 		return
 	}
-	l.stats.splits.Add(1)
+	l.stats.split()
 	if len(batch) == 1 {
 		batch[0].done <- answer{err: refusal(authority.TooLarge, "the statement changes too much state to commit in one transaction (%v)", cause)}
 		return
@@ -739,7 +835,7 @@ func (l *Ledger) split(batch []*request, answers []pendingAnswer, cause error) {
 
 // inflightHash reports whether the batch in flight logs a submission with
 // this dedup hash.
-func (l *Ledger) inflightHash(h [32]byte) (int, bool) {
+func (l *sequencer) inflightHash(h [32]byte) (int, bool) {
 	if l.inflight == nil {
 		return 0, false
 	}
@@ -751,7 +847,7 @@ func (l *Ledger) inflightHash(h [32]byte) (int, bool) {
 // returns the last one's error (a batch is answered only after the one
 // before it). After an error, everything decided since that batch rests on
 // state that was never committed: the caller must fail it.
-func (l *Ledger) drain() error {
+func (l *sequencer) drain() error {
 	j := l.inflight
 	if j == nil {
 		return nil
@@ -763,7 +859,7 @@ func (l *Ledger) drain() error {
 
 // drainStored waits until the batch in flight, if any, is in the store:
 // the next batch may commit then. If its commit failed, it drains.
-func (l *Ledger) drainStored() error {
+func (l *sequencer) drainStored() error {
 	j := l.inflight
 	if j == nil {
 		return nil
@@ -780,7 +876,7 @@ func (l *Ledger) drainStored() error {
 // signed-head file, publishes the new head, and only then answers its
 // submissions. So the next batch's store commit can run while this one's
 // signed head is synced, and heads are written and published in order.
-func (l *Ledger) commitJob(j *job) {
+func (l *sequencer) commitJob(j *job) {
 	err := l.commit(j)
 	j.storeErr = err
 	close(j.stored)
@@ -803,12 +899,12 @@ func (l *Ledger) commitJob(j *job) {
 		if l.lead.leaser != nil && errors.Is(err, storage.ErrFenced) {
 			// Another server sequences the log now: step down, and tell
 			// the submitters where to go.
-			l.fencedCommit(err)
-			l.stepDown("fenced commit", true)
-			err = fmt.Errorf("%w: %w", l.notLeader("its commit was fenced"), err)
-		} else if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+			l.lead.fencedCommit(err)
+			l.lead.stepDown("fenced commit", true)
+			err = fmt.Errorf("%w: %w", l.lead.notLeader("its commit was fenced"), err)
+		} else if l.lead.lost() && !errors.Is(err, ErrNotLeader) {
 			// The lease was lost while the batch was being committed.
-			err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease during the commit"), err)
+			err = fmt.Errorf("%w: %w", l.lead.notLeader("it lost the lease during the commit"), err)
 		}
 		// The sequencer learns of the failure before any submitter does:
 		// a submitter that retries at once must find the state recovered,
@@ -825,7 +921,7 @@ func (l *Ledger) commitJob(j *job) {
 		}
 		return
 	}
-	l.advanceHead(j.head, j.workflows, j.wfNew)
+	l.heads.advance(j.head, j.workflows, j.wfNew)
 	l.answer(j, j.head)
 	close(j.finished)
 }
@@ -835,7 +931,7 @@ var testHeadWrite func(*Head)
 
 // writeHead makes the batch's checkpoint durable in the signed-head file
 // (signedhead.go), before anyone sees it.
-func (l *Ledger) writeHead(j *job) error {
+func (l *sequencer) writeHead(j *job) error {
 	start := time.Now()
 	if testHeadWrite != nil {
 		testHeadWrite(j.head)
@@ -846,7 +942,7 @@ func (l *Ledger) writeHead(j *job) error {
 }
 
 // answer sends a batch's answers, with the head that includes them.
-func (l *Ledger) answer(j *job, head *Head) {
+func (l *sequencer) answer(j *job, head *Head) {
 	for i := range j.answers {
 		a := &j.answers[i]
 		if a.dupOf >= 0 {
@@ -869,11 +965,11 @@ func (l *Ledger) answer(j *job, head *Head) {
 
 // denial builds and signs the DENIAL for decision d; it leaves the denied
 // envelope out only if the DENIAL would not fit in a leaf with it.
-func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, at time.Time) (*statement.DenialDoc, []byte, error) {
+func (l *sequencer) denial(d *authority.Decision, env *sign.Parsed, index uint64, at time.Time) (*statement.DenialDoc, []byte, error) {
 	for _, with := range []bool{true, false} {
 		doc := l.engine.Denial(d, env, index, at, with)
 		if doc == nil {
-			return nil, nil, fmt.Errorf("DENIAL %d: the log has no GENESIS", index)
+			return nil, nil, fmt.Errorf("DENIAL %d: the log has no GENESIS, or no record of its log key", index)
 		}
 		payload, err := statement.Marshal(doc)
 		if err != nil {
@@ -903,9 +999,9 @@ func (l *Ledger) denial(d *authority.Decision, env *sign.Parsed, index uint64, a
 // the database broke during COMMIT) is resolved by reading the head back
 // before anything else is decided: the batch is answered as committed
 // only if the store holds its leaves.
-func (l *Ledger) commit(j *job) error {
+func (l *sequencer) commit(j *job) error {
 	start := time.Now()
-	ctx, cancel := l.commitContext()
+	ctx, cancel := l.lead.commitContext()
 	err := l.store.Commit(ctx, j.batch)
 	cancel()
 	if errors.Is(err, storage.ErrCommitUnknown) {
@@ -921,17 +1017,17 @@ func (l *Ledger) commit(j *job) error {
 // resolveUnknown reads the head back after a commit of unknown outcome,
 // retrying while the store is unreachable (for at most unknownPatience).
 // It returns nil if the batch is committed, an error otherwise.
-func (l *Ledger) resolveUnknown(j *job, cause error) error {
+func (l *sequencer) resolveUnknown(j *job, cause error) error {
 	b := j.batch
 	deadline := time.Now().Add(unknownPatience)
 	// The reads back end when this server loses the lease.
-	lease := l.leaseContext()
+	lease := l.lead.leaseContext()
 	for {
 		if lease.Err() != nil {
 			// This server lost the lease: the next leader reads the
 			// outcome from the store, and answers a resent submission
 			// with its decision; the submitters need not wait here.
-			return fmt.Errorf("%w: %w", l.notLeader("the outcome of its last commit is unknown to this server"), cause)
+			return fmt.Errorf("%w: %w", l.lead.notLeader("the outcome of its last commit is unknown to this server"), cause)
 		}
 		ok, err := l.settleAndCheck(lease, b)
 		if err == nil {
@@ -960,7 +1056,7 @@ const unknownPatience = 30 * time.Second
 // settleAndCheck waits out the transaction of unknown outcome, on a
 // store that can (storage.Settler), and reports whether b committed; it
 // gives up when ctx ends.
-func (l *Ledger) settleAndCheck(ctx context.Context, b *storage.Batch) (bool, error) {
+func (l *sequencer) settleAndCheck(ctx context.Context, b *storage.Batch) (bool, error) {
 	if st := l.caps.Settle; st != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := st.SettleUnknown(sctx)
@@ -974,7 +1070,7 @@ func (l *Ledger) settleAndCheck(ctx context.Context, b *storage.Batch) (bool, er
 
 // committed reports whether the store holds batch b: a head at least as
 // large, and b's leaves at their indexes.
-func (l *Ledger) committed(ctx context.Context, b *storage.Batch) (bool, error) {
+func (l *sequencer) committed(ctx context.Context, b *storage.Batch) (bool, error) {
 	h, err := l.store.Head(ctx)
 	if err != nil {
 		return false, err
@@ -998,7 +1094,7 @@ func (l *Ledger) committed(ctx context.Context, b *storage.Batch) (bool, error) 
 }
 
 // refuseAll answers every submission of a batch that is not decided.
-func (l *Ledger) refuseAll(batch []*request, err error) {
+func (l *sequencer) refuseAll(batch []*request, err error) {
 	for _, r := range batch {
 		<-r.ready
 		r.done <- answer{err: err}
@@ -1007,11 +1103,11 @@ func (l *Ledger) refuseAll(batch []*request, err error) {
 
 // fail answers a batch that could not be committed and rebuilds the
 // in-memory state from what is stored, so the ledger keeps working.
-func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
-	if l.lead.leaser != nil && l.lead.epoch.Load() == 0 && !errors.Is(err, ErrNotLeader) {
+func (l *sequencer) fail(batch []*request, answers []pendingAnswer, err error) {
+	if l.lead.lost() && !errors.Is(err, ErrNotLeader) {
 		// The lease was lost while the batch was decided (its reads end
 		// with the lease): the submitters go to the next leader.
-		err = fmt.Errorf("%w: %w", l.notLeader("it lost the lease while deciding"), err)
+		err = fmt.Errorf("%w: %w", l.lead.notLeader("it lost the lease while deciding"), err)
 	}
 	if e := l.recoverState(); e != nil {
 		err = fmt.Errorf("%w; reloading after it also failed: %v", err, e)
@@ -1036,15 +1132,15 @@ func (l *Ledger) fail(batch []*request, answers []pendingAnswer, err error) {
 // On a server that has lost the lease its reads end at once (the lease
 // context): it decides nothing more until it takes the lease again, and
 // then it reloads everything (takeLead).
-func (l *Ledger) recoverState() error {
+func (l *sequencer) recoverState() error {
 	l.engine.Discard()
 	l.wfx.discard()
-	l.next = l.head.Load().Size
-	return l.reload(l.leaseContext())
+	l.next = l.heads.load().Size
+	return l.reload(l.lead.leaseContext())
 }
 
 // reload rebuilds the tree builder from committed tiles, until ctx ends.
-func (l *Ledger) reload(ctx context.Context) error {
+func (l *sequencer) reload(ctx context.Context) error {
 	sh, err := l.store.Head(ctx)
 	if err != nil {
 		return err
@@ -1090,7 +1186,7 @@ type dedupBatch struct {
 // prefetchDedup looks up the batch's submission hashes at once, on a store
 // that can (nil otherwise, or if the query failed: each is then looked up
 // alone, and an error is reported there).
-func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
+func (l *sequencer) prefetchDedup(batch []*request) *dedupBatch {
 	db, ok := l.caps.DedupBatch, l.caps.DedupBatch != nil
 	if !ok || len(batch) < 2 {
 		return nil
@@ -1111,7 +1207,7 @@ func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
 			d.recheck[h] = true
 		}
 	}
-	found, err := db.DedupMany(l.leaseContext(), hs)
+	found, err := db.DedupMany(l.lead.leaseContext(), hs)
 	if err != nil {
 		return nil
 	}
@@ -1120,7 +1216,7 @@ func (l *Ledger) prefetchDedup(batch []*request) *dedupBatch {
 }
 
 // prior is priorDecision, answered from the batch's query where it can.
-func (d *dedupBatch) prior(l *Ledger, h [32]byte) (*Result, error) {
+func (d *dedupBatch) prior(l *sequencer, h [32]byte) (*Result, error) {
 	if d == nil || d.recheck[h] {
 		return l.priorDecision(h)
 	}
@@ -1133,8 +1229,8 @@ func (d *dedupBatch) prior(l *Ledger, h [32]byte) (*Result, error) {
 
 // priorDecision returns the logged decision for a submission whose exact
 // bytes were decided before, or nil.
-func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
-	index, ok, err := l.store.Dedup(l.leaseContext(), h)
+func (l *sequencer) priorDecision(h [32]byte) (*Result, error) {
+	index, ok, err := l.store.Dedup(l.lead.leaseContext(), h)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -1142,8 +1238,8 @@ func (l *Ledger) priorDecision(h [32]byte) (*Result, error) {
 }
 
 // priorAt is the logged decision at index, the entry a dedup hash names.
-func (l *Ledger) priorAt(index uint64) (*Result, error) {
-	e, err := l.Entry(index)
+func (l *sequencer) priorAt(index uint64) (*Result, error) {
+	e, err := l.read.Entry(index)
 	if err != nil {
 		return nil, err
 	}
@@ -1153,7 +1249,7 @@ func (l *Ledger) priorAt(index uint64) (*Result, error) {
 	}
 	if rc, ok := e.Statement.(*statement.ReceiptDoc); ok && rc.IsPending() {
 		// A repeat of a held receipt is answered held, as the first time.
-		if p := l.StateView().Pending(rc.ReceiptID); p != nil && p.Hold != nil && p.Index == index {
+		if p := l.read.StateView().Pending(rc.ReceiptID); p != nil && p.Hold != nil && p.Index == index {
 			exp, _ := statement.ParseLoggedAt(p.Hold.Deadline)
 			r.Hold = &authority.HoldInfo{ExpiresAt: exp, Rules: p.Hold.Rules}
 		}
@@ -1167,7 +1263,7 @@ func (l *Ledger) priorAt(index uint64) (*Result, error) {
 // number of those statements. Otherwise it returns nil and the DENIAL
 // stands (a seq below the next is a replay; one further above is not the
 // batch's doing).
-func (l *Ledger) withdrawn(req *request, st statement.Statement) *authority.DecisionError {
+func (l *sequencer) withdrawn(req *request, st statement.Statement) *authority.DecisionError {
 	if st == nil {
 		return nil
 	}

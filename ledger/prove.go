@@ -10,19 +10,11 @@ import (
 	"github.com/custodylog/custody/verify"
 )
 
-// Prove builds a bundle for the entry at subject: the trust chain it rests
-// on and its workflow from the first leaf up to the subject (with
-// wholeWorkflow, up to the workflow's latest leaf), each entry with an
-// inclusion proof against the latest checkpoint.
-func (l *Ledger) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, error) {
+func (l *reader) Prove(subject uint64, wholeWorkflow bool) (*verify.Bundle, error) {
 	return l.ProveAt(subject, wholeWorkflow, l.Head())
 }
 
-// ProveAt is Prove against the given committed head, which may be older
-// than the latest (say, the newest one witnesses cosigned: its Checkpoint
-// then carries their cosignatures, and the bundle carries them too).
-// Leaves past the head's size are left out.
-func (l *Ledger) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify.Bundle, error) {
+func (l *reader) ProveAt(subject uint64, wholeWorkflow bool, head Head) (*verify.Bundle, error) {
 	if head.Size > l.Head().Size {
 		return nil, fmt.Errorf("a head of size %d is past the log's %d", head.Size, l.Head().Size)
 	}
@@ -141,14 +133,11 @@ func (e *BundleTooLargeError) Unwrap() error { return ErrTooLarge }
 // leaf travels base64-encoded on the "extra " line.
 const MaxTLogProofLeaf = (64<<10 - len("extra ") - 1) / 4 * 3
 
-// TLogProof returns a C2SP tlog-proof for the entry at index against the
-// latest checkpoint, carrying the leaf in its extra data.
-func (l *Ledger) TLogProof(index uint64) ([]byte, error) {
+func (l *reader) TLogProof(index uint64) ([]byte, error) {
 	return l.TLogProofAt(index, l.Head())
 }
 
-// TLogProofAt is TLogProof against the given committed head (see ProveAt).
-func (l *Ledger) TLogProofAt(index uint64, head Head) ([]byte, error) {
+func (l *reader) TLogProofAt(index uint64, head Head) ([]byte, error) {
 	if head.Size > l.Head().Size {
 		return nil, fmt.Errorf("a head of size %d is past the log's %d", head.Size, l.Head().Size)
 	}

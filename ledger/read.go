@@ -31,8 +31,7 @@ type Entry struct {
 // Kind is the entry's statement kind.
 func (e *Entry) Kind() statement.Kind { return e.Statement.Head().Type }
 
-// LeafBytes returns the raw leaf at index.
-func (l *Ledger) LeafBytes(index uint64) ([]byte, error) {
+func (l *reader) LeafBytes(index uint64) ([]byte, error) {
 	v, err := l.store.Leaf(context.Background(), index)
 	if err == nil && v == nil {
 		return nil, fmt.Errorf("entry %d: %w (the log has %d entries)", index, ErrNotFound, l.Head().Size)
@@ -40,8 +39,7 @@ func (l *Ledger) LeafBytes(index uint64) ([]byte, error) {
 	return v, err
 }
 
-// Entry returns the entry at index.
-func (l *Ledger) Entry(index uint64) (*Entry, error) {
+func (l *reader) Entry(index uint64) (*Entry, error) {
 	raw, err := l.LeafBytes(index)
 	if err != nil {
 		return nil, err
@@ -67,7 +65,7 @@ func DecodeEntry(index uint64, raw []byte) (*Entry, error) {
 	return &Entry{Index: index, Leaf: raw, LoggedAt: at, Prev: leaf.PrevInWorkflow, TrustHead: leaf.TrustHead, Envelope: env, Statement: st}, nil
 }
 
-func (l *Ledger) record(key string, v any) (bool, error) {
+func (l *reader) record(key string, v any) (bool, error) {
 	raw, err := l.store.Record(context.Background(), key)
 	if err != nil || raw == nil {
 		return false, err
@@ -75,8 +73,7 @@ func (l *Ledger) record(key string, v any) (bool, error) {
 	return true, json.Unmarshal(raw, v)
 }
 
-// EntryByID returns the entry of an accepted statement (or DENIAL) by id.
-func (l *Ledger) EntryByID(id string) (*Entry, error) {
+func (l *reader) EntryByID(id string) (*Entry, error) {
 	var rec authority.IDRec
 	ok, err := l.record(authority.IDRecordKey(id), &rec)
 	if err != nil {
@@ -88,8 +85,7 @@ func (l *Ledger) EntryByID(id string) (*Entry, error) {
 	return l.Entry(rec.Index)
 }
 
-// NextSeq is the seq a key's next statement must carry.
-func (l *Ledger) NextSeq(keyID string) (uint64, error) {
+func (l *reader) NextSeq(keyID string) (uint64, error) {
 	var rec authority.KeyRec
 	ok, err := l.record(authority.KeyRecordKey(keyID), &rec)
 	if err != nil || !ok {
@@ -98,8 +94,7 @@ func (l *Ledger) NextSeq(keyID string) (uint64, error) {
 	return rec.LastSeq + 1, nil
 }
 
-// KeyBinding returns a key's binding, or nil.
-func (l *Ledger) KeyBinding(keyID string) (*authority.KeyRec, error) {
+func (l *reader) KeyBinding(keyID string) (*authority.KeyRec, error) {
 	var rec authority.KeyRec
 	ok, err := l.record(authority.KeyRecordKey(keyID), &rec)
 	if err != nil || !ok {
@@ -108,12 +103,11 @@ func (l *Ledger) KeyBinding(keyID string) (*authority.KeyRec, error) {
 	return &rec, nil
 }
 
-// WorkflowIndexes returns the indexes of a workflow's leaves in log order.
-func (l *Ledger) WorkflowIndexes(wf string) ([]uint64, error) {
+func (l *reader) WorkflowIndexes(wf string) ([]uint64, error) {
 	return l.WorkflowIndexesAfter(wf, 0)
 }
 
-func (l *Ledger) leafLinks(index uint64) (*uint64, error) {
+func (l *reader) leafLinks(index uint64) (*uint64, error) {
 	raw, err := l.LeafBytes(index)
 	if err != nil {
 		return nil, err
@@ -125,9 +119,7 @@ func (l *Ledger) leafLinks(index uint64) (*uint64, error) {
 	return leaf.PrevInWorkflow, nil
 }
 
-// TrustIndexes returns the GENESIS/PRINCIPAL chain from head back to 0, in
-// log order.
-func (l *Ledger) TrustIndexes(head uint64) ([]uint64, error) {
+func (l *reader) TrustIndexes(head uint64) ([]uint64, error) {
 	var out []uint64
 	for next := &head; next != nil; {
 		out = append(out, *next)
@@ -146,9 +138,7 @@ func (l *Ledger) TrustIndexes(head uint64) ([]uint64, error) {
 	return out, nil
 }
 
-// InclusionProof proves the leaf at index in the tree of size (0: the
-// latest committed size).
-func (l *Ledger) InclusionProof(index, size uint64) ([]merkle.Hash, error) {
+func (l *reader) InclusionProof(index, size uint64) ([]merkle.Hash, error) {
 	head := l.Head()
 	if size == 0 {
 		size = head.Size
@@ -159,8 +149,7 @@ func (l *Ledger) InclusionProof(index, size uint64) ([]merkle.Hash, error) {
 	return l.prover.InclusionProof(index, size)
 }
 
-// ConsistencyProof proves the tree of size1 is a prefix of the tree of size2.
-func (l *Ledger) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
+func (l *reader) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
 	head := l.Head()
 	if size1 > size2 || size2 > head.Size || size1 == 0 {
 		return nil, fmt.Errorf("no consistency proof from %d to %d: need 0 < from <= to <= %d", size1, size2, head.Size)
@@ -168,8 +157,7 @@ func (l *Ledger) ConsistencyProof(size1, size2 uint64) ([]merkle.Hash, error) {
 	return l.prover.ConsistencyProof(size1, size2)
 }
 
-// RootAt returns the root hash of the tree of an earlier size.
-func (l *Ledger) RootAt(size uint64) (merkle.Hash, error) {
+func (l *reader) RootAt(size uint64) (merkle.Hash, error) {
 	if size > l.Head().Size {
 		return merkle.Hash{}, fmt.Errorf("size %d is beyond the log's %d entries", size, l.Head().Size)
 	}
@@ -204,9 +192,7 @@ func (t storeTiles) ReadTileRange(level, index uint64, from, to int) ([]byte, er
 	return v, err
 }
 
-// Tile returns a hash tile as tlog-tiles serves it: width hashes (1..256)
-// of tile level, index, if the committed tree holds that many.
-func (l *Ledger) Tile(level, index uint64, width int) ([]byte, error) {
+func (l *reader) Tile(level, index uint64, width int) ([]byte, error) {
 	v, err := l.store.Tile(context.Background(), level, index)
 	if err != nil {
 		return nil, err
@@ -219,8 +205,7 @@ func (l *Ledger) Tile(level, index uint64, width int) ([]byte, error) {
 	return v[:width*merkle.HashSize], nil
 }
 
-// EntryBundle returns the tlog-tiles entry bundle index of width leaves.
-func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
+func (l *reader) EntryBundle(index uint64, width int) ([]byte, error) {
 	first := index * merkle.TileWidth
 	if first+uint64(width) > l.Head().Size {
 		return nil, fmt.Errorf("entry bundle %d of width %d: %w", index, width, ErrNotFound)
@@ -235,10 +220,7 @@ func (l *Ledger) EntryBundle(index uint64, width int) ([]byte, error) {
 	return merkle.EncodeEntryBundle(leaves)
 }
 
-// StateRecords returns every stored authority state record, for audits
-// that compare it with a replay of the log. Hints (authority.IsHint), which
-// only save work and which a replay does not derive, are left out.
-func (l *Ledger) StateRecords() (map[string][]byte, error) {
+func (l *reader) StateRecords() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := l.store.Records(context.Background(), func(k string, v []byte) error {
 		if !isIndexKey(k) && !authority.IsHint(k) { // derived records, not authority state

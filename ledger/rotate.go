@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"bytes"
-	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -11,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/sign"
 )
@@ -36,124 +32,6 @@ import (
 //
 // Verifiers hold the key set (merkle.KeySet) that Ledger.VerifierKey
 // returns and `custody checkpoint --verifier-key` prints.
-
-// oneKey is the keyring of a log that signs checkpoints with its log key.
-func oneKey(k ed25519.PrivateKey) keyring {
-	return keyring{log: k, checkpoint: []ed25519.PrivateKey{k},
-		denial: map[string]ed25519.PrivateKey{sign.KeyID(k.Public().(ed25519.PublicKey)): k}}
-}
-
-// loadKeys prepares the checkpoint signers and the key set verifiers need.
-func (l *Ledger) loadKeys() error {
-	l.signer, l.signers = nil, nil
-	var lines []string
-	for i, k := range l.kr.checkpoint {
-		s, err := merkle.NewSigner(l.origin, k)
-		if err != nil {
-			return fmt.Errorf("checkpoint key %d: %w", i+1, err)
-		}
-		vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
-		if err != nil {
-			return fmt.Errorf("checkpoint key %d: %w", i+1, err)
-		}
-		if i == 0 {
-			l.signer = s
-		} else {
-			l.signers = append(l.signers, s)
-		}
-		lines = append(lines, vk)
-	}
-	for _, r := range l.kr.retired {
-		line := fmt.Sprintf("%s max_size=%d", r.VerifierKey, r.MaxSize)
-		if r.Root != "" {
-			line += " root=" + r.Root
-		}
-		lines = append(lines, line)
-	}
-	if len(l.kr.log) != ed25519.PrivateKeySize {
-		return errors.New("log key: not an Ed25519 private key")
-	}
-	ks, err := merkle.ParseKeySet(strings.Join(lines, "\n"))
-	if err != nil {
-		return fmt.Errorf("checkpoint keys: %w", err)
-	}
-	if ks.Origin() != l.origin {
-		return fmt.Errorf("checkpoint keys are for %q, the log is %q", ks.Origin(), l.origin)
-	}
-	// GENESIS binds the log key as the log's verifier key; readers check
-	// it is in the set they hold, so it must never leave it.
-	if !ks.Has(l.kr.log.Public().(ed25519.PublicKey)) {
-		return errors.New("checkpoint keys: the log key (bound in GENESIS) is neither a checkpoint key nor a retired one")
-	}
-	l.keySet, l.vkey = ks, ks.String()
-	l.ownKeys = map[string]bool{sign.KeyID(l.kr.log.Public().(ed25519.PublicKey)): true}
-	for _, pub := range ks.PublicKeys() {
-		l.ownKeys[sign.KeyID(pub)] = true
-	}
-	for id := range l.kr.denial { // every DENIAL key, current, retired or about to sign
-		l.ownKeys[id] = true
-	}
-	return nil
-}
-
-// newEngine returns the decision engine over the store's state records,
-// told which keys the log signs with but does not bind (the checkpoint
-// keys): what they sign is never a submission (DESIGN §1).
-func (l *Ledger) newEngine() *authority.Engine {
-	e := authority.New(recordStore{l.store})
-	for id := range l.ownKeys {
-		e.RefuseKeys(id)
-	}
-	return e
-}
-
-// pinRetired gives every retired key without a recorded root the root of
-// the tree at its size, read from the log's own tiles, and loads the keys
-// again: a key set pins each retired key to its (size, root) (DESIGN §6).
-// It runs once the prover is ready; folders retired since version 3 of the
-// design record the root and need nothing here.
-func (l *Ledger) pinRetired() error {
-	changed := false
-	for i, r := range l.kr.retired {
-		if r.Root != "" {
-			continue
-		}
-		if r.MaxSize == 0 || r.MaxSize > l.builder.Size() {
-			return fmt.Errorf("retired checkpoint key %s: max_size %d is not a size of this log (%d entries)", r.VerifierKey, r.MaxSize, l.builder.Size())
-		}
-		root, err := l.prover.RootAt(r.MaxSize)
-		if err != nil {
-			return fmt.Errorf("retired checkpoint key %s: the root at size %d: %w", r.VerifierKey, r.MaxSize, err)
-		}
-		l.kr.retired[i].Root = base64.StdEncoding.EncodeToString(root[:])
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	return l.loadKeys()
-}
-
-// signCheckpoint signs a tree head with every checkpoint key.
-func (l *Ledger) signCheckpoint(size uint64, root merkle.Hash) ([]byte, error) {
-	return merkle.SignCheckpoint(l.origin, size, root, l.signer, l.signers...)
-}
-
-// resign returns the stored checkpoint cp signed by the current checkpoint
-// keys, storing it if that differs from cp.
-func (l *Ledger) resign(size uint64, root merkle.Hash, cp []byte) ([]byte, error) {
-	fresh, err := l.signCheckpoint(size, root)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(fresh, cp) {
-		return cp, nil
-	}
-	if err := l.store.SetCheckpoint(context.Background(), size, fresh); err != nil {
-		return nil, fmt.Errorf("storing the checkpoint signed by the new checkpoint keys: %w", err)
-	}
-	return fresh, nil
-}
 
 // Rotation reports a step of a checkpoint key rotation.
 type Rotation struct {
@@ -180,8 +58,8 @@ type Rotation struct {
 // verifiers hold the new key.
 func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 	return changeKeys(dir, opts, func(l *Ledger, cfg *config) error {
-		if len(l.kr.checkpoint) > 1 {
-			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.kr.checkpoint))
+		if len(l.keys.kr.checkpoint) > 1 {
+			return fmt.Errorf("a rotation is under way already (%d checkpoint keys); finish it first", len(l.keys.kr.checkpoint))
 		}
 		k, err := readKey(l.store, keyFile, opts.Passphrase)
 		if err != nil && IsStoreURL(dir) {
@@ -203,7 +81,7 @@ func RotateCheckpointKey(dir, keyFile string, opts Options) (*Rotation, error) {
 			return fmt.Errorf("reading the new checkpoint key: %w", err)
 		}
 		pub := k.Public().(ed25519.PublicKey)
-		if l.keySet.Has(pub) { // the log key is always in the set
+		if l.keys.set.Has(pub) { // the log key is always in the set
 			return fmt.Errorf("%s holds a key this log has used for checkpoints already: a rotation needs a new key", keyFile)
 		}
 		if rec, err := l.KeyBinding(sign.KeyID(pub)); err != nil {
@@ -229,7 +107,7 @@ func FinishRotation(dir string, opts Options) (*Rotation, error) {
 		}
 		h := l.Head()
 		last := len(cfg.CheckpointKeys) - 1
-		for _, k := range l.kr.checkpoint[:last] {
+		for _, k := range l.keys.kr.checkpoint[:last] {
 			vk, err := merkle.VerifierKey(l.origin, k.Public().(ed25519.PublicKey))
 			if err != nil {
 				return err
@@ -250,7 +128,7 @@ func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (
 	if err != nil {
 		return nil, err
 	}
-	before := l.keySet
+	before := l.keys.set
 	cfg, err := writeNewConfig(l, dir, opts, change)
 	if cerr := l.Close(); err == nil {
 		err = cerr
@@ -263,7 +141,7 @@ func changeKeys(dir string, opts Options, change func(*Ledger, *config) error) (
 	}
 	defer l.Close()
 	h := l.Head()
-	r := &Rotation{Origin: l.origin, Size: h.Size, Keys: l.vkey, Signing: l.keySet.Current(), Checkpoint: h.Checkpoint}
+	r := &Rotation{Origin: l.origin, Size: h.Size, Keys: l.keys.vkey, Signing: l.keys.set.Current(), Checkpoint: h.Checkpoint}
 	if len(cfg.CheckpointKeys) > 0 {
 		r.KeyFile = cfg.CheckpointKeys[len(cfg.CheckpointKeys)-1]
 	}

@@ -147,7 +147,7 @@ func TestCheckpointKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Envelope.KeyID != sign.KeyID(w.l.kr.log.Public().(ed25519.PublicKey)) {
+	if e.Envelope.KeyID != sign.KeyID(w.l.keys.kr.log.Public().(ed25519.PublicKey)) {
 		t.Fatalf("DENIAL after the rotation signed by %s", e.Envelope.KeyID)
 	}
 	for _, idx := range []uint64{after.Index, den.Index} {

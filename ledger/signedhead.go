@@ -81,8 +81,16 @@ func (e *DamageError) Error() string {
 
 func (e *DamageError) Unwrap() error { return e.Err }
 
-// headFile is the open signed-head file. Guarded by the commit goroutine
-// (one commit at a time) or by open.
+// headFile is the ledger's signed-head part: the signed-head file, open
+// for writing, and which of its two slots the next write goes to.
+// Reading the file and comparing the store with it (checkSignedHead) are
+// open checks; writing it is a step of every commit (writeHead).
+//
+// Locking: none. It is written by the open (loadHead, before the
+// sequencer starts, or by the sequencer taking the lease with no commit
+// in flight) and then by the commit goroutine alone, one commit at a
+// time, in commit order. A read-only ledger has none (nil: close does
+// nothing).
 type headFile struct {
 	f    *os.File
 	path string
@@ -95,28 +103,26 @@ type signedHead struct {
 	cp   merkle.Checkpoint
 }
 
-// headPath is where this ledger keeps its signed head (Options.HeadFile).
-func (l *Ledger) headPath() string {
-	if l.opts.HeadFile != "" {
-		return l.opts.HeadFile
+// headFilePath is where the log at loc keeps its signed head: the file
+// Options.HeadFile names, D/signed-head in a data folder, or for a
+// database a file of this machine named for the database and the log.
+func headFilePath(file, loc, origin string) string {
+	if file != "" {
+		return file
 	}
-	if !storage.IsURL(l.loc) {
-		return filepath.Join(l.loc, SignedHeadName)
+	if !storage.IsURL(loc) {
+		return filepath.Join(loc, SignedHeadName)
 	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	sum := sha256.Sum256([]byte(l.loc + "\n" + l.origin))
+	sum := sha256.Sum256([]byte(loc + "\n" + origin))
 	return filepath.Join(dir, "custody", "signed-heads", fmt.Sprintf("%x", sum[:12]))
 }
 
-// sharedStore reports whether the ledger's store is a database many
-// servers may share (its signed-head file is this machine's, not the
-// store's).
-func (l *Ledger) sharedStore() bool {
-	return storage.IsURL(l.loc)
-}
+// headPath is where this ledger keeps its signed head.
+func (l *sequencer) headPath() string { return headFilePath(l.opts.HeadFile, l.loc, l.origin) }
 
 // readSignedHead reads the signed-head file: nil if there is none or it
 // was never written (only zero bytes), an error if it cannot be read or
@@ -247,14 +253,16 @@ func (h *headFile) close() error {
 // the store must hold the file's tree (the same root at the file's size);
 // it may be ahead by the batches committed after the file was last written
 // (a crash between the two). It returns the file's slot of the head.
-func (l *Ledger) checkSignedHead(store *Head) (int, error) {
+func (l *sequencer) checkSignedHead(store *Head) (int, error) {
 	path := l.headPath()
-	sh, slot, err := readSignedHead(path, l.keySet)
+	sh, slot, err := readSignedHead(path, l.keys.set)
 	if err != nil {
 		return 0, &DamageError{Dir: l.loc, What: err.Error(), Err: ErrDamaged}
 	}
 	if sh == nil {
-		if l.sharedStore() || !fileExists(path) {
+		// (A database many servers may share keeps no signed head: the
+		// file is this machine's.)
+		if storage.IsURL(l.loc) || !fileExists(path) {
 			// No local history: a folder from before the file existed, or
 			// a server of a shared store that has not signed on this
 			// machine yet (its file, if any, was never written). The file
@@ -282,7 +290,7 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 			What: fmt.Sprintf("the store's tree of %d entries has root %s, but the log signed root %s at that size (kept in %s)",
 				store.Size, store.Root, f.Root, path)}
 	case store.Size > f.Size:
-		root, err := l.prover.RootAt(f.Size)
+		root, err := l.read.prover.RootAt(f.Size)
 		if err != nil {
 			return 0, &DamageError{Dir: l.loc, Err: ErrDamaged,
 				What: fmt.Sprintf("the store cannot compute its root at the signed size %d: %v", f.Size, err)}
@@ -300,7 +308,7 @@ func (l *Ledger) checkSignedHead(store *Head) (int, error) {
 // now holds the signed tree f: on a store many servers share, the head
 // moves while a server opens, and a leader on the same machine may have
 // written the signed-head file in between.
-func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
+func (l *sequencer) sharedCaughtUp(f merkle.Checkpoint) bool {
 	sh, err := l.store.Head(context.Background())
 	if err != nil || sh == nil {
 		return false
@@ -309,7 +317,7 @@ func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
 	if err != nil || e.Size() < f.Size {
 		return false
 	}
-	root, err := l.prover.RootAt(f.Size)
+	root, err := l.read.prover.RootAt(f.Size)
 	return err == nil && root == f.Root
 }
 
@@ -318,11 +326,11 @@ func (l *Ledger) sharedCaughtUp(f merkle.Checkpoint) bool {
 // tiles (read afresh, not from a cache), and every leaf of the last
 // level-0 tile against its hash in that tile. A damaged table, value log
 // or write-ahead log that lost recent writes fails here.
-func (l *Ledger) verifyTail(h *Head) error {
+func (l *sequencer) verifyTail(h *Head) error {
 	if h.Size == 0 {
 		return nil
 	}
-	tiles := l.tileReader()
+	tiles := storeTiles{l.store}
 	root, err := merkle.RootAt(tiles, h.Size)
 	if err != nil {
 		return fmt.Errorf("the stored tiles of the tree's right edge cannot be read: %v", err)

@@ -14,8 +14,8 @@ import (
 // empty file is damage too.
 func TestSignedHeadNeverWritten(t *testing.T) {
 	w := newWorld(t, Options{})
-	path := w.l.headPath()
-	ks := w.l.keySet
+	path := w.l.seq.headPath()
+	ks := w.l.keys.set
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

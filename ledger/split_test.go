@@ -20,7 +20,7 @@ func TestSplitOversizedBatch(t *testing.T) {
 	w := newWorld(t, Options{MaxDelay: 100 * time.Millisecond})
 	// About two enrollments fit (each ~1 KB: leaf, index, three records;
 	// and per batch about 1 KB of small tiles, edge and checkpoint).
-	w.l.txnBudget = 4 << 10
+	w.l.seq.txnBudget = 4 << 10
 	before := w.l.Stats()
 	first := w.l.Head().Size
 	const n = 40
@@ -72,7 +72,7 @@ func TestSplitOversizedBatch(t *testing.T) {
 	}
 
 	// One enrollment that cannot fit on its own.
-	w.l.txnBudget = 1000
+	w.l.seq.txnBudget = 1000
 	size := w.l.Head().Size
 	p := newActor(t, "user:toobig")
 	st := &statement.PrincipalDoc{Header: w.header(w.admin, statement.Principal), PrincipalID: w.id("p"),
@@ -87,7 +87,7 @@ func TestSplitOversizedBatch(t *testing.T) {
 	}
 
 	// The ledger goes on, and its state is what a replay gives.
-	w.l.txnBudget = w.l.store.Budget()
+	w.l.seq.txnBudget = w.l.store.Budget()
 	w.admin.seq-- // the refused statement took no seq
 	w.enroll(newActor(t, "user:after"))
 	compareState(t, w.l, w.replay())

@@ -16,7 +16,7 @@ type Stats struct {
 	// entries (and more than the bound before it); the last counts the
 	// rest.
 	BatchBuckets [len(BatchBucketBounds) + 1]uint64
-	// CommitSeconds is the total time spent in Badger commits (fsync
+	// CommitSeconds is the total time spent in store commits (fsync
 	// included); CommitBuckets counts commits by CommitBucketBounds as
 	// BatchBuckets does.
 	CommitSeconds float64
@@ -26,7 +26,7 @@ type Stats struct {
 	// signedhead.go); the next batch's commit runs meanwhile.
 	HeadSeconds float64
 	// Splits counts batches decided again as two because their
-	// transaction would have passed Badger's size limit.
+	// transaction would have passed the store's size limit (Store.Budget).
 	Splits uint64
 }
 
@@ -37,8 +37,11 @@ var BatchBucketBounds = [...]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024
 // latency buckets.
 var CommitBucketBounds = [...]float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 
-// stats is the live form of Stats, updated by the sequencer after each
-// commit.
+// stats is the ledger's stats part: the live form of Stats. It owns the
+// commit counters. Locking: none; every counter is an atomic, written by
+// the commit goroutine (record, recordHead) and the sequencer (split),
+// read by snapshot from any goroutine, so a snapshot taken during a
+// commit may be one batch behind in some fields.
 type stats struct {
 	batches, entries atomic.Uint64
 	commitNanos      atomic.Uint64
@@ -48,6 +51,7 @@ type stats struct {
 	commitBuckets    [len(CommitBucketBounds) + 1]atomic.Uint64
 }
 
+// record counts one committed batch of entries and its commit's time.
 func (s *stats) record(entries int, commit time.Duration) {
 	s.batches.Add(1)
 	s.entries.Add(uint64(entries))
@@ -56,7 +60,28 @@ func (s *stats) record(entries int, commit time.Duration) {
 	s.commitBuckets[bucketOf(CommitBucketBounds[:], commit.Seconds())].Add(1)
 }
 
+// recordHead counts the time of one signed-head write.
 func (s *stats) recordHead(d time.Duration) { s.headNanos.Add(uint64(d)) }
+
+// split counts a batch decided again as two.
+func (s *stats) split() { s.splits.Add(1) }
+
+// snapshot reads the counters.
+func (s *stats) snapshot() Stats {
+	var out Stats
+	out.Batches = s.batches.Load()
+	out.Entries = s.entries.Load()
+	out.CommitSeconds = time.Duration(s.commitNanos.Load()).Seconds()
+	out.HeadSeconds = time.Duration(s.headNanos.Load()).Seconds()
+	out.Splits = s.splits.Load()
+	for i := range out.BatchBuckets {
+		out.BatchBuckets[i] = s.batchBuckets[i].Load()
+	}
+	for i := range out.CommitBuckets {
+		out.CommitBuckets[i] = s.commitBuckets[i].Load()
+	}
+	return out
+}
 
 func bucketOf(bounds []float64, v float64) int {
 	for i, b := range bounds {
@@ -68,18 +93,4 @@ func bucketOf(bounds []float64, v float64) int {
 }
 
 // Stats returns the ledger's commit counters.
-func (l *Ledger) Stats() Stats {
-	var out Stats
-	out.Batches = l.stats.batches.Load()
-	out.Entries = l.stats.entries.Load()
-	out.CommitSeconds = time.Duration(l.stats.commitNanos.Load()).Seconds()
-	out.HeadSeconds = time.Duration(l.stats.headNanos.Load()).Seconds()
-	out.Splits = l.stats.splits.Load()
-	for i := range out.BatchBuckets {
-		out.BatchBuckets[i] = l.stats.batchBuckets[i].Load()
-	}
-	for i := range out.CommitBuckets {
-		out.CommitBuckets[i] = l.stats.commitBuckets[i].Load()
-	}
-	return out
-}
+func (l *Ledger) Stats() Stats { return l.stats.snapshot() }

@@ -51,9 +51,9 @@ func FolderVerifierKey(dir string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	l := &Ledger{loc: dir, origin: cfg.Origin, kr: kr}
-	if err := l.loadKeys(); err != nil {
+	k := signingKeys{origin: cfg.Origin, kr: kr}
+	if err := k.load(); err != nil {
 		return "", err
 	}
-	return l.vkey, nil
+	return k.vkey, nil
 }

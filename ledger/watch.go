@@ -1,11 +1,8 @@
 package ledger
 
 import (
-	"context"
-	"math"
 	"sync"
-
-	"github.com/custodylog/custody/authority"
+	"sync/atomic"
 )
 
 // Commit is one committed batch as Watch reports it.
@@ -28,6 +25,50 @@ type Commit struct {
 	// a newer one while unread) or the commit does not say what it holds:
 	// the subscriber must then read what it missed from the store.
 	Missed bool
+}
+
+// heads is the ledger's watchers part: the published tree head and the
+// subscribers told of each new one (Watch, WatchWorkflow). It owns the
+// head and the broadcaster.
+//
+// Locking: the head is an atomic pointer, read without a lock by anyone
+// (Head, the readers, the answers of an empty batch); mu orders its
+// changes, so that a head only ever grows and subscribers see the heads
+// in the order they were published. The broadcaster's own lock is taken
+// inside mu, never the other way round.
+type heads struct {
+	cur      atomic.Pointer[Head]
+	mu       sync.Mutex
+	watchers broadcaster
+}
+
+// load is the published head (nil before the ledger has read one).
+func (h *heads) load() *Head { return h.cur.Load() }
+
+// set replaces the head without telling anyone: the head the ledger
+// opened with, or took over with.
+func (h *heads) set(hd *Head) {
+	h.mu.Lock()
+	h.cur.Store(hd)
+	h.mu.Unlock()
+}
+
+// advance publishes hd if it is larger than the head held, and tells
+// the subscribers; a follower does not know which workflows the new
+// leaves joined (nil workflows and indexes).
+func (h *heads) advance(hd *Head, workflows map[string]bool, indexes map[string][]uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.cur.Load()
+	if old != nil && hd.Size <= old.Size {
+		return
+	}
+	from := uint64(0)
+	if old != nil {
+		from = old.Size
+	}
+	h.cur.Store(hd)
+	h.watchers.publish(Commit{Head: *hd, From: from, Workflows: workflows, Indexes: indexes})
 }
 
 // broadcaster tells subscribers about new commits. A slow subscriber never
@@ -106,8 +147,17 @@ func (b *broadcaster) publish(c Commit) {
 // commits that hold leaves of wf (and those that do not say what they
 // hold, with Missed set).
 func (l *Ledger) WatchWorkflow(wf string) (<-chan Commit, func()) {
+	return l.heads.watchers.watchWorkflow(wf)
+}
+
+// Watch returns a channel that receives each new commit (commits may be
+// coalesced: a slow reader sees the newest, whose From then lies beyond
+// the last head it saw), and a function to stop.
+func (l *Ledger) Watch() (<-chan Commit, func()) { return l.heads.watchers.watch() }
+
+// watchWorkflow subscribes to the commits of wf (Ledger.WatchWorkflow).
+func (b *broadcaster) watchWorkflow(wf string) (<-chan Commit, func()) {
 	ch := make(chan Commit, 1)
-	b := &l.watchers
 	b.mu.Lock()
 	if b.byWF == nil {
 		b.byWF, b.all = map[string]map[chan Commit]*wfSub{}, map[chan Commit]*wfSub{}
@@ -132,33 +182,21 @@ func (l *Ledger) WatchWorkflow(wf string) (<-chan Commit, func()) {
 	}
 }
 
-// Watch returns a channel that receives each new commit (commits may be
-// coalesced: a slow reader sees the newest, whose From then lies beyond
-// the last head it saw), and a function to stop.
-func (l *Ledger) Watch() (<-chan Commit, func()) {
+// watch subscribes to every commit (Ledger.Watch).
+func (b *broadcaster) watch() (<-chan Commit, func()) {
 	ch := make(chan Commit, 1)
-	l.watchers.mu.Lock()
-	if l.watchers.subs == nil {
-		l.watchers.subs = map[chan Commit]struct{}{}
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[chan Commit]struct{}{}
 	}
-	l.watchers.subs[ch] = struct{}{}
-	l.watchers.mu.Unlock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
 	var once sync.Once
 	return ch, func() {
 		once.Do(func() {
-			l.watchers.mu.Lock()
-			delete(l.watchers.subs, ch)
-			l.watchers.mu.Unlock()
+			b.mu.Lock()
+			delete(b.subs, ch)
+			b.mu.Unlock()
 		})
 	}
 }
-
-// WorkflowIndexesAfter returns the indexes of a workflow's leaves above
-// after, in log order (from the workflow index: see WorkflowRange, which
-// bounds how many).
-func (l *Ledger) WorkflowIndexesAfter(wf string, after uint64) ([]uint64, error) {
-	idx, _, err := l.WorkflowRange(context.Background(), wf, after, math.MaxInt)
-	return idx, err
-}
-
-func workflowKey(wf string) string { return authority.WorkflowRecordKey(wf) }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/statement"
 )
 
@@ -96,7 +98,7 @@ type fullPage struct {
 }
 
 // state returns wf's index state, from the pending batches or the store.
-func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
+func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 	if s, ok := x.pending[wf]; ok {
 		return s, nil
 	}
@@ -111,7 +113,7 @@ func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
 			return nil, fmt.Errorf("workflow index of %q: a count of %d bytes", wf, len(raw))
 		}
 		s.count = binary.BigEndian.Uint64(raw)
-		if err := s.sum.load(l, wf); err != nil {
+		if err := s.sum.load(l.store, wf); err != nil {
 			return nil, err
 		}
 		if s.count%wfPageSize != 0 {
@@ -132,7 +134,7 @@ func (x *wfIndexer) state(l *Ledger, wf string) (*wfState, error) {
 // add records that the leaf at index, logged at loggedAt, joins wf; prev
 // is its prev_in_workflow (nil for the workflow's first leaf), st its
 // statement (a DENIAL for a denied one).
-func (x *wfIndexer) add(l *Ledger, wf string, index uint64, prev *uint64, st statement.Statement, loggedAt string) error {
+func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64, st statement.Statement, loggedAt string) error {
 	s, err := x.state(l, wf)
 	if err != nil {
 		return err
@@ -144,7 +146,7 @@ func (x *wfIndexer) add(l *Ledger, wf string, index uint64, prev *uint64, st sta
 		return nil
 	}
 	if s.count == 0 {
-		if err := x.list.add(l, wf); err != nil {
+		if err := x.list.add(l.store, wf); err != nil {
 			return err
 		}
 		s.sum.First = index
@@ -210,10 +212,7 @@ func (x *wfIndexer) discard() {
 	x.full = x.full[:0]
 }
 
-// WorkflowRange returns up to limit indexes of wf's leaves above after,
-// in log order, and whether more follow. Its cost is O(log length + limit)
-// record reads for an indexed workflow.
-func (l *Ledger) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
+func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
 	count, ok, err := l.workflowCount(ctx, wf)
 	if err != nil {
 		return nil, false, err
@@ -284,7 +283,7 @@ func (l *Ledger) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 // workflowCount returns the number of leaves in wf's index; ok is false
 // when wf is not indexed, and the error wraps ErrNotFound when wf does not
 // exist.
-func (l *Ledger) workflowCount(ctx context.Context, wf string) (uint64, bool, error) {
+func (l *reader) workflowCount(ctx context.Context, wf string) (uint64, bool, error) {
 	raw, err := l.store.Record(ctx, wfCountKey(wf))
 	if err != nil {
 		return 0, false, err
@@ -302,14 +301,13 @@ func (l *Ledger) workflowCount(ctx context.Context, wf string) (uint64, bool, er
 	return 0, false, nil
 }
 
-// WorkflowExists reports whether wf has a leaf in the committed log.
-func (l *Ledger) WorkflowExists(wf string) (bool, error) {
+func (l *reader) WorkflowExists(wf string) (bool, error) {
 	raw, err := l.store.Record(context.Background(), workflowKey(wf))
 	return raw != nil, err
 }
 
 // walkAfter is the back-link walk, for workflows without an index.
-func (l *Ledger) walkAfter(ctx context.Context, wf string, after uint64) ([]uint64, error) {
+func (l *reader) walkAfter(ctx context.Context, wf string, after uint64) ([]uint64, error) {
 	var rec struct {
 		Last uint64 `json:"last"`
 	}
@@ -340,3 +338,10 @@ func (l *Ledger) walkAfter(ctx context.Context, wf string, after uint64) ([]uint
 
 // isIndexKey reports whether a record key is the ledger's own.
 func isIndexKey(k string) bool { return strings.HasPrefix(k, IndexPrefix) }
+
+func (l *reader) WorkflowIndexesAfter(wf string, after uint64) ([]uint64, error) {
+	idx, _, err := l.WorkflowRange(context.Background(), wf, after, math.MaxInt)
+	return idx, err
+}
+
+func workflowKey(wf string) string { return authority.WorkflowRecordKey(wf) }

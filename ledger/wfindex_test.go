@@ -80,7 +80,7 @@ func testWorkflowIndex(t *testing.T) {
 	check := func(l *Ledger) {
 		t.Helper()
 		for _, wf := range []string{"wf_a", "wf_b"} {
-			want, err := l.walkAfter(context.Background(), wf, 0)
+			want, err := l.read.walkAfter(context.Background(), wf, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/custodylog/custody/authority"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/storage"
 )
 
 // # The list of workflows
@@ -61,8 +62,8 @@ type wfSummary struct {
 	MoreAgents bool     `json:"more_agents,omitempty"`
 }
 
-func (s *wfSummary) load(l *Ledger, wf string) error {
-	raw, err := l.store.Record(context.Background(), wfSumKey(wf))
+func (s *wfSummary) load(st storage.Store, wf string) error {
+	raw, err := st.Record(context.Background(), wfSumKey(wf))
 	if err != nil || raw == nil {
 		return err
 	}
@@ -110,12 +111,12 @@ type wfList struct {
 	full   []fullPage // pages filled since the last write
 }
 
-func (x *wfList) load(l *Ledger) error {
+func (x *wfList) load(st storage.Store) error {
 	if x.loaded {
 		return nil
 	}
 	ctx := context.Background()
-	raw, err := l.store.Record(ctx, wfListKey)
+	raw, err := st.Record(ctx, wfListKey)
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (x *wfList) load(l *Ledger) error {
 	}
 	x.count = binary.BigEndian.Uint64(raw)
 	if x.count%wfListPage != 0 {
-		p, err := l.store.Record(ctx, wfListPageKey(x.count/wfListPage))
+		p, err := st.Record(ctx, wfListPageKey(x.count/wfListPage))
 		if err != nil {
 			return err
 		}
@@ -138,8 +139,8 @@ func (x *wfList) load(l *Ledger) error {
 }
 
 // add appends wf, a workflow's first leaf being decided, to the list.
-func (x *wfList) add(l *Ledger, wf string) error {
-	if err := x.load(l); err != nil {
+func (x *wfList) add(st storage.Store, wf string) error {
+	if err := x.load(st); err != nil {
 		return err
 	}
 	if x.count%wfListPage == 0 {
@@ -189,12 +190,8 @@ type WorkflowListing struct {
 	StepStops       int64 // step STOPs in force
 }
 
-// WorkflowList returns up to limit workflows from the list, newest first,
-// beginning with the one just before position before (before 0 or past
-// the end: the newest), and the list's length. Its cost is O(limit)
-// record reads and a walk of the held receipts (bounded as the approvals
-// list's is), however long the log.
-func (l *Ledger) WorkflowList(ctx context.Context, before uint64, limit int, now time.Time) ([]WorkflowListing, uint64, error) {
+// WorkflowList is the Ledger's WorkflowList (readers.go).
+func (l *reader) WorkflowList(ctx context.Context, before uint64, limit int, now time.Time) ([]WorkflowListing, uint64, error) {
 	raw, err := l.store.Record(ctx, wfListKey)
 	if err != nil {
 		return nil, 0, err
@@ -244,7 +241,7 @@ func (l *Ledger) WorkflowList(ctx context.Context, before uint64, limit int, now
 			return nil, 0, err
 		}
 		var sum wfSummary
-		if err := sum.load(l, wf); err != nil {
+		if err := sum.load(l.store, wf); err != nil {
 			return nil, 0, err
 		}
 		w.Entries, w.First, w.LastAt, w.Denials, w.Agents, w.MoreAgents = count, sum.First, sum.LastAt, sum.Denials, sum.Agents, sum.MoreAgents

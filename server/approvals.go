@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -35,7 +38,11 @@ func HeldDoc(h *ledger.Held) api.HeldReceipt {
 
 // getApprovals lists the receipts held now (DESIGN §7, Who sees what),
 // optionally only those a given principal name may approve, or of one
-// workflow.
+// workflow. The answer's ETag names the list; with wait=MS and
+// If-None-Match naming the list the caller has, it answers as soon as
+// the list differs (a commit, or a hold's deadline), or 304 Not Modified
+// after MS: a page shows a held receipt as soon as it commits, without
+// polling (console).
 func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 	approver, wf := r.URL.Query().Get("approver"), r.URL.Query().Get("workflow")
 	for name, v := range map[string]string{"approver": approver, "workflow": wf} {
@@ -44,6 +51,76 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	wait, _, ok := uintParam(w, r, "wait", false)
+	if !ok {
+		return
+	}
+	if wait > api.MaxApprovalWait {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait "+strconv.FormatUint(wait, 10)+" is above "+strconv.Itoa(api.MaxApprovalWait)+" ms")
+		return
+	}
+	known := r.Header.Get("If-None-Match")
+	var commits <-chan ledger.Commit
+	if wait > 0 && known != "" {
+		// Subscribed before the first read: no commit falls in between.
+		select {
+		case s.listWaits <- struct{}{}:
+			defer func() { <-s.listWaits }()
+			ch, stop := s.l.Watch()
+			defer stop()
+			commits = ch
+		default: // too many waiting: answer now, the caller asks again
+		}
+	}
+	body, tag, next, err := s.heldList(approver, wf)
+	if err != nil {
+		s.readError(w, r, err)
+		return
+	}
+	if commits != nil && tag == known {
+		end := time.NewTimer(time.Duration(wait) * time.Millisecond)
+		defer end.Stop()
+		expiry := time.NewTimer(time.Hour)
+		defer expiry.Stop()
+	waiting:
+		for tag == known {
+			expiry.Stop()
+			var expired <-chan time.Time
+			if !next.IsZero() {
+				expiry.Reset(time.Until(next) + time.Millisecond)
+				expired = expiry.C
+			}
+			select {
+			case <-commits:
+			case <-expired:
+			case <-end.C:
+				break waiting
+			case <-r.Context().Done():
+				return
+			}
+			if body, tag, next, err = s.heldList(approver, wf); err != nil {
+				s.readError(w, r, err)
+				return
+			}
+		}
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("ETag", tag)
+	if tag == known {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// heldList is the body of GET /v1/approvals, its ETag (a hash of the
+// body) and the earliest deadline of the receipts it lists (zero for
+// none).
+func (s *Server) heldList(approver, wf string) (body []byte, etag string, next time.Time, err error) {
 	held, err := s.l.HeldReceipts(time.Now(), maxHeldAnswer, func(p *authority.PendingRec) bool {
 		if wf != "" && p.Workflow != wf {
 			return false
@@ -59,15 +136,22 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 		return false
 	})
 	if err != nil {
-		s.readError(w, r, err)
-		return
+		return nil, "", time.Time{}, err
 	}
 	out := api.HeldList{Held: []api.HeldReceipt{}}
 	for i := range held {
 		out.Held = append(out.Held, HeldDoc(&held[i]))
+		if d, err := statement.ParseLoggedAt(held[i].Pending.Hold.Deadline); err == nil && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	b = append(b, '\n')
+	sum := sha256.Sum256(b)
+	return b, `"` + hex.EncodeToString(sum[:16]) + `"`, next, nil
 }
 
 // getApproval answers the state of one held receipt; with wait=MS it

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -160,5 +161,66 @@ func TestHeldInBatch(t *testing.T) {
 		if errs[i] != nil || !recs[i].Accepted() {
 			t.Errorf("statement %d after the held one: %v", i, errs[i])
 		}
+	}
+}
+
+// GET /v1/approvals?wait=MS with If-None-Match naming the list answers
+// as soon as a held receipt commits, with the new list and its ETag; with
+// nothing new it answers 304 after MS.
+func TestApprovalsListWaits(t *testing.T) {
+	lg := servertest.Start(t, server.Options{})
+	agent, grant, _, _ := heldSetup(t, lg)
+	ctx := context.Background()
+	get := func(etag string, wait int) (*http.Response, api.HeldList) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", lg.URL+"/v1/approvals?approver=user:bob&wait="+strconv.Itoa(wait), nil)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var list api.HeldList
+		if resp.StatusCode == 200 {
+			if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp, list
+	}
+	resp, list := get("", 0)
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || len(list.Held) != 0 || etag == "" {
+		t.Fatalf("the empty list: %d %+v %q", resp.StatusCode, list, etag)
+	}
+	start := time.Now()
+	if resp, _ := get(etag, 300); resp.StatusCode != http.StatusNotModified || resp.Header.Get("ETag") != etag || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("nothing new: %d %q after %v", resp.StatusCode, resp.Header.Get("ETag"), time.Since(start))
+	}
+
+	type answer struct {
+		resp *http.Response
+		list api.HeldList
+	}
+	got := make(chan answer, 1)
+	go func() { r, l := get(etag, 30000); got <- answer{r, l} }()
+	time.Sleep(100 * time.Millisecond) // the long poll is waiting
+	big := servertest.Pending(grant, "s2", map[string]int64{"usd": 50})
+	big.ReceiptID = "r_wait"
+	if _, err := agent.Receipt(ctx, big); err == nil {
+		t.Fatal("not held")
+	}
+	select {
+	case a := <-got:
+		if a.resp.StatusCode != 200 || len(a.list.Held) != 1 || a.list.Held[0].ReceiptID != "r_wait" || a.resp.Header.Get("ETag") == etag {
+			t.Fatalf("after the held receipt: %d %+v", a.resp.StatusCode, a.list)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long poll did not answer the held receipt")
+	}
+	if resp, _ := get(etag, api.MaxApprovalWait+1); resp.StatusCode != 400 {
+		t.Errorf("a wait above the bound: %d", resp.StatusCode)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/tls"
 	"encoding/base64"
@@ -43,32 +44,8 @@ import (
 // readcap.go for what streams may take.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	wf := r.PathValue("id")
-	var after uint64
-	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
-		v, err := strconv.ParseUint(id, 10, 64)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "Last-Event-ID "+strconv.Quote(id)+" is not an entry index")
-			return
-		}
-		after = v
-	} else {
-		v, _, ok := uintParam(w, r, "after", false)
-		if !ok {
-			return
-		}
-		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
-	}
-	if after > MaxEventIndex {
-		// No entry can ever follow it: such a stream would hold a slot
-		// and deliver nothing, forever.
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("Last-Event-ID or ?after= %d: no entry can follow it (entry indexes stay below 2^62; a stream resumes after an index it was sent)", after))
-		return
-	}
-	if ok, err := s.l.WorkflowExists(wf); err != nil {
-		s.readError(w, r, err)
-		return
-	} else if !ok {
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "workflow "+strconv.Quote(wf)+" has no entries: there is nothing to watch")
+	after, ok := s.streamStart(w, r, wf)
+	if !ok {
 		return
 	}
 	release, ok := s.admitStream(w, r, wf)
@@ -76,6 +53,72 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	es := s.openStream(w, r, wf, after)
+	defer es.close()
+	if !es.greet(after) {
+		return
+	}
+	es.run()
+}
+
+// streamStart reads where a stream request starts (the index it
+// resumes after) and checks that its workflow exists, or answers why
+// not.
+func (s *Server) streamStart(w http.ResponseWriter, r *http.Request, wf string) (after uint64, ok bool) {
+	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
+		v, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "Last-Event-ID "+strconv.Quote(id)+" is not an entry index")
+			return 0, false
+		}
+		after = v
+	} else {
+		v, _, ok := uintParam(w, r, "after", false)
+		if !ok {
+			return 0, false
+		}
+		after = v // 0: from the first entry (index 0 is GENESIS, never in a workflow)
+	}
+	if after > MaxEventIndex {
+		// No entry can ever follow it: such a stream would hold a slot
+		// and deliver nothing, forever.
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("Last-Event-ID or ?after= %d: no entry can follow it (entry indexes stay below 2^62; a stream resumes after an index it was sent)", after))
+		return 0, false
+	}
+	if ok, err := s.l.WorkflowExists(wf); err != nil {
+		s.readError(w, r, err)
+		return 0, false
+	} else if !ok {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "workflow "+strconv.Quote(wf)+" has no entries: there is nothing to watch")
+		return 0, false
+	}
+	return after, true
+}
+
+// eventStream is one admitted stream of a workflow's events: its
+// connection, its place in the workflow's topic (fanout.go), and the
+// time of its last write. Its methods run on the handler's goroutine,
+// except the watchdog.
+type eventStream struct {
+	s   *Server
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context
+	wf  string
+	sub *subscriber
+	t   *topic
+	// lastFlush is when the stream last wrote events.
+	lastFlush time.Time
+	// finish guards finished, set when the handler returns; done is
+	// closed then (see watchdog).
+	finish   sync.Mutex
+	finished bool
+	done     chan struct{}
+}
+
+// openStream joins the workflow's topic (before the first read, so that
+// no commit is missed) and answers 200 with the stream's headers.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, wf string, after uint64) *eventStream {
 	rc := http.NewResponseController(w)
 	// The server's ReadTimeout would end a long stream (and cancel its
 	// context): a stream reads nothing after its request.
@@ -83,207 +126,254 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		setSendBuffer(c)
 	}
-	ctx := r.Context()
-	sub := &subscriber{kick: make(chan struct{}), cut: func() { rc.SetWriteDeadline(time.Now()) }}
-	sub.cursor.Store(after)
-	t := s.hub.join(wf, sub) // before the first read, so that no commit is missed
-	defer s.hub.leave(t, sub)
+	es := &eventStream{s: s, w: w, rc: rc, ctx: r.Context(), wf: wf, done: make(chan struct{})}
+	es.sub = &subscriber{kick: make(chan struct{}), cut: func() { rc.SetWriteDeadline(time.Now()) }}
+	es.sub.cursor.Store(after)
+	es.t = s.hub.join(wf, es.sub)
 	s.m.streams.Inc()
-	defer s.m.streams.Dec()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	stopping := func() bool {
-		select {
-		case <-s.stopping:
-			return true
-		default:
-			return ctx.Err() != nil
+	go es.watchdog()
+	return es
+}
+
+// close ends the stream's hold on the connection and its topic.
+func (es *eventStream) close() {
+	es.finish.Lock()
+	es.finished = true
+	es.finish.Unlock()
+	close(es.done)
+	es.s.m.streams.Dec()
+	es.s.hub.leave(es.t, es.sub)
+}
+
+// watchdog ends a write blocked on a client that does not read when the
+// stream must end: on shutdown, or when the client's context ends; never
+// after the handler has returned (the connection may then serve another
+// request).
+func (es *eventStream) watchdog() {
+	select {
+	case <-es.ctx.Done():
+	case <-es.s.stopping:
+	case <-es.done:
+	}
+	es.finish.Lock()
+	if !es.finished {
+		es.rc.SetWriteDeadline(time.Now())
+	}
+	es.finish.Unlock()
+}
+
+// greet writes the stream's first line; false if the client is gone.
+func (es *eventStream) greet(after uint64) bool {
+	es.rc.SetWriteDeadline(time.Now().Add(es.s.opts.StreamWriteTimeout))
+	_, err := fmt.Fprintf(es.w, ": watching %s after %d\n\n", es.wf, after)
+	return err == nil && es.rc.Flush() == nil
+}
+
+// stopping reports whether the stream must end: the server stops, or the
+// client's context ended.
+func (es *eventStream) stopping() bool {
+	select {
+	case <-es.s.stopping:
+		return true
+	default:
+		return es.ctx.Err() != nil
+	}
+}
+
+// write sends bs and flushes, within Options.StreamWriteTimeout (the
+// server's WriteTimeout would end a long stream). A stream cut meanwhile
+// (sub.cut) writes nothing more.
+func (es *eventStream) write(bs ...[]byte) error {
+	es.rc.SetWriteDeadline(time.Now().Add(es.s.opts.StreamWriteTimeout))
+	if es.sub.behind.Load() || es.stopping() {
+		return errStreamEnded
+	}
+	for _, b := range bs {
+		if _, err := es.w.Write(b); err != nil {
+			return err
 		}
 	}
-	// write sends bs and flushes, within Options.StreamWriteTimeout (the
-	// server's WriteTimeout would end a long stream). A stream cut
-	// meanwhile (sub.cut) writes nothing more.
-	write := func(bs ...[]byte) error {
-		rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-		if sub.behind.Load() || stopping() {
-			return errStreamEnded
-		}
-		for _, b := range bs {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-		}
-		return rc.Flush()
-	}
-	// ended accounts for a stream that ends on a failed write: a client
-	// that stopped reading (the deadline passed, or it fell out of the
-	// ring) was cut.
-	ended := func(err error) {
-		select {
-		case <-s.stopping:
-			return
-		default:
-		}
-		// (A failed write cancels the request's context: only the
-		// server's stopping says the deadline was not the client's doing.)
-		if sub.behind.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
-			s.m.streamsCut.Inc()
-		}
-	}
-	// final tells the client to resume from its last entry, if its
-	// connection can still take it.
-	final := func(reason string, cut bool) {
-		if cut {
-			s.m.streamsCut.Inc()
-		}
-		last := sub.cursor.Load()
-		data, _ := json.Marshal(api.Resume{After: last, Reason: reason})
-		rc.SetWriteDeadline(time.Now().Add(time.Second))
-		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", last, api.EventResume, data)
-		rc.Flush()
-	}
-	// A write blocked on a client that does not read ends when the stream
-	// must: on shutdown, or when the client's context ends; never after
-	// the handler has returned (the connection may then serve another
-	// request).
-	var finish sync.Mutex
-	finished, done := false, make(chan struct{})
-	defer func() {
-		finish.Lock()
-		finished = true
-		finish.Unlock()
-		close(done)
-	}()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-s.stopping:
-		case <-done:
-		}
-		finish.Lock()
-		if !finished {
-			rc.SetWriteDeadline(time.Now())
-		}
-		finish.Unlock()
-	}()
-	rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-	if _, err := fmt.Fprintf(w, ": watching %s after %d\n\n", wf, after); err != nil || rc.Flush() != nil {
+	return es.rc.Flush()
+}
+
+// ended accounts for a stream that ends on a failed write: a client that
+// stopped reading (the deadline passed, or it fell out of the ring) was
+// cut.
+func (es *eventStream) ended(err error) {
+	select {
+	case <-es.s.stopping:
 		return
+	default:
 	}
-	keepAlive := time.NewTicker(s.opts.KeepAlive)
+	// (A failed write cancels the request's context: only the server's
+	// stopping says the deadline was not the client's doing.)
+	if es.sub.behind.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
+		es.s.m.streamsCut.Inc()
+	}
+}
+
+// final tells the client to resume from its last entry, if its
+// connection can still take it.
+func (es *eventStream) final(reason string, cut bool) {
+	if cut {
+		es.s.m.streamsCut.Inc()
+	}
+	last := es.sub.cursor.Load()
+	data, _ := json.Marshal(api.Resume{After: last, Reason: reason})
+	es.rc.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(es.w, "id: %d\nevent: %s\ndata: %s\n\n", last, api.EventResume, data)
+	es.rc.Flush()
+}
+
+// fellBehind is the resume reason of a stream cut for falling out of the
+// ring, resuming after cursor.
+func (es *eventStream) fellBehind(cursor uint64) string {
+	return fmt.Sprintf("this stream fell behind the events the server keeps of its workflow (at most %d); reconnect with Last-Event-ID: %d", es.s.opts.StreamLag, cursor)
+}
+
+// run is the stream loop: catch up from the store up to the topic's
+// ring, then follow the ring, until the stream ends.
+func (es *eventStream) run() {
+	keepAlive := time.NewTicker(es.s.opts.KeepAlive)
 	defer keepAlive.Stop()
-	var lastFlush time.Time
 	for {
-		if sub.behind.Load() {
-			final(fmt.Sprintf("this stream fell behind the events the server keeps of its workflow (at most %d); reconnect with Last-Event-ID: %d", s.opts.StreamLag, sub.cursor.Load()), true)
+		if es.sub.behind.Load() {
+			es.final(es.fellBehind(es.sub.cursor.Load()), true)
 			return
 		}
-		cursor := sub.cursor.Load()
-		evs, wake, fromStore, base, err := t.since(cursor)
+		cursor := es.sub.cursor.Load()
+		evs, wake, fromStore, base, err := es.t.since(cursor)
 		if err != nil {
-			final("the server stopped following this workflow; reconnect with Last-Event-ID: "+strconv.FormatUint(cursor, 10), false)
+			es.final("the server stopped following this workflow; reconnect with Last-Event-ID: "+strconv.FormatUint(cursor, 10), false)
 			return
 		}
 		if fromStore {
-			if sub.live.Load() {
+			if es.sub.live.Load() {
 				// It was following the ring and fell out of it.
-				final(fmt.Sprintf("this stream fell behind the events the server keeps of its workflow (at most %d); reconnect with Last-Event-ID: %d", s.opts.StreamLag, cursor), true)
+				es.final(es.fellBehind(cursor), true)
 				return
 			}
-			// Catch up from the store, up to the ring, in pages: only
-			// entries under the published head (their proofs exist), one
-			// heavy-read token a page.
-			release, ok := s.heavyWait(ctx)
-			if !ok {
+			if !es.catchUp(cursor, base) {
 				return
 			}
-			idx, more, err := s.l.WorkflowRange(ctx, wf, cursor, streamPage)
-			size := s.l.Head().Size
-			var keep []uint64
-			for _, i := range idx {
-				if i > base || i >= size {
-					more = false
-					break
-				}
-				keep = append(keep, i)
-			}
-			var events [][]byte
-			if err == nil {
-				events, err = s.encodeEvents(keep, size)
-			}
-			release()
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("event stream", "workflow", wf, "err", err)
-				}
-				return
-			}
-			if len(events) > 0 {
-				if err := write(events...); err != nil {
-					ended(err)
-					return
-				}
-				lastFlush = time.Now()
-				cursor = keep[len(events)-1]
-			}
-			if !more || len(events) < len(keep) {
-				// Nothing more of the workflow in the store up to the ring.
-				cursor = max(cursor, base)
-			}
-			sub.cursor.Store(cursor)
 			continue
 		}
-		sub.live.Store(true)
+		es.sub.live.Store(true)
 		if len(evs) > 0 {
-			// At most one write every streamFlushEvery: a busy workflow's
-			// events go out in batches.
-			if d := streamFlushEvery - time.Since(lastFlush); d > 0 {
-				pause := time.NewTimer(d)
-				select {
-				case <-pause.C:
-				case <-sub.kick:
-				case <-ctx.Done():
-				case <-s.stopping:
-				}
-				pause.Stop()
-				if stopping() {
-					return
-				}
-				continue
-			}
-			bs := make([][]byte, len(evs))
-			for k, e := range evs {
-				bs[k] = e.b
-			}
-			if err := write(bs...); err != nil {
-				ended(err)
+			if !es.sendLive(evs) {
 				return
 			}
-			lastFlush = time.Now()
-			sub.cursor.Store(evs[len(evs)-1].idx)
 			continue
 		}
-		select {
-		case <-wake:
-		case <-sub.kick:
-		case <-keepAlive.C:
-			if err := write([]byte(": keep-alive\n\n")); err != nil {
-				ended(err)
-				return
-			}
-		case <-ctx.Done():
-			return
-		case <-s.stopping:
-			rc.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(w, ": shutting down\n\n")
-			rc.Flush()
+		if !es.idle(wake, keepAlive.C) {
 			return
 		}
 	}
+}
+
+// catchUp sends one page of the workflow's entries after cursor from the
+// store, up to the ring (base): only entries under the published head
+// (their proofs exist), under one heavy-read token. False: the stream
+// ends.
+func (es *eventStream) catchUp(cursor, base uint64) bool {
+	s := es.s
+	release, ok := s.heavyWait(es.ctx)
+	if !ok {
+		return false
+	}
+	idx, more, err := s.l.WorkflowRange(es.ctx, es.wf, cursor, streamPage)
+	size := s.l.Head().Size
+	var keep []uint64
+	for _, i := range idx {
+		if i > base || i >= size {
+			more = false
+			break
+		}
+		keep = append(keep, i)
+	}
+	var events [][]byte
+	if err == nil {
+		events, err = s.encodeEvents(keep, size)
+	}
+	release()
+	if err != nil {
+		if es.ctx.Err() == nil {
+			s.log.Warn("event stream", "workflow", es.wf, "err", err)
+		}
+		return false
+	}
+	if len(events) > 0 {
+		if err := es.write(events...); err != nil {
+			es.ended(err)
+			return false
+		}
+		es.lastFlush = time.Now()
+		cursor = keep[len(events)-1]
+	}
+	if !more || len(events) < len(keep) {
+		// Nothing more of the workflow in the store up to the ring.
+		cursor = max(cursor, base)
+	}
+	es.sub.cursor.Store(cursor)
+	return true
+}
+
+// sendLive writes the ring's events evs, at most one write every
+// streamFlushEvery (a busy workflow's events go out in batches: too soon,
+// it waits and sends nothing, and the loop reads the ring again). False:
+// the stream ends.
+func (es *eventStream) sendLive(evs []streamEvent) bool {
+	if d := streamFlushEvery - time.Since(es.lastFlush); d > 0 {
+		pause := time.NewTimer(d)
+		select {
+		case <-pause.C:
+		case <-es.sub.kick:
+		case <-es.ctx.Done():
+		case <-es.s.stopping:
+		}
+		pause.Stop()
+		return !es.stopping()
+	}
+	bs := make([][]byte, len(evs))
+	for k, e := range evs {
+		bs[k] = e.b
+	}
+	if err := es.write(bs...); err != nil {
+		es.ended(err)
+		return false
+	}
+	es.lastFlush = time.Now()
+	es.sub.cursor.Store(evs[len(evs)-1].idx)
+	return true
+}
+
+// idle waits for the ring to move (wake), the stream to be cut, or the
+// keep-alive tick, when it writes a comment line. False: the stream
+// ends.
+func (es *eventStream) idle(wake <-chan struct{}, tick <-chan time.Time) bool {
+	select {
+	case <-wake:
+	case <-es.sub.kick:
+	case <-tick:
+		if err := es.write([]byte(": keep-alive\n\n")); err != nil {
+			es.ended(err)
+			return false
+		}
+	case <-es.ctx.Done():
+		return false
+	case <-es.s.stopping:
+		es.rc.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(es.w, ": shutting down\n\n")
+		es.rc.Flush()
+		return false
+	}
+	return true
 }
 
 // Bounds of an event stream (see fanout.go).

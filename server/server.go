@@ -61,6 +61,12 @@ type Options struct {
 	// (console.Guard).
 	Console       bool
 	ConsoleOrigin string
+	// ConsoleRPID is the WebAuthn relying party id of the console's
+	// passkey registration and sign-in (default: ConsoleOrigin's host);
+	// ConsoleSession how long a sign-in lasts (default
+	// console.DefaultSession). See console.Auth.
+	ConsoleRPID    string
+	ConsoleSession time.Duration
 	// MaxInFlight caps concurrent appends (default 1024). The ledger
 	// batches what is in flight into one commit, so the cap bounds memory
 	// and latency, not throughput.
@@ -267,6 +273,10 @@ type Server struct {
 	draining bool          // guarded by mu: appends answer 503
 	stopping chan struct{} // closed when event streams must end
 	appends  sync.WaitGroup
+
+	// listWaits holds one token per GET /v1/approvals waiting for its
+	// list to change (approvals.go), at most MaxStreams.
+	listWaits chan struct{}
 }
 
 // New returns a server for l. The caller keeps ownership of l.
@@ -278,6 +288,7 @@ func New(l *ledger.Ledger, opts Options) *Server {
 		cl: &clients{}, steps: make(chan struct{}, opts.MaxStepStreams),
 		heavy: make(chan struct{}, opts.MaxHeavyReads), waiters: make(chan struct{}, opts.MaxInFlight), events: eventCache{max: 4096}}
 	s.hub = hub{s: s, maxBytes: opts.StreamBuffer, lag: opts.StreamLag}
+	s.listWaits = make(chan struct{}, opts.MaxStreams)
 	s.answers.max = opts.MaxAnswerBytes
 	reg := opts.Registry
 	if reg == nil {
@@ -341,6 +352,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if s.opts.Console {
 		m.Handle(console.Prefix, console.Handler())
+		s.consoleAuth(m)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)

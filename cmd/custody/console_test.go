@@ -19,6 +19,9 @@ func TestServeConsoleFlags(t *testing.T) {
 		{[]string{"--console", "--console-origin", "http://custody.example"}, "http only for localhost"},
 		{[]string{"--console", "--console-origin", "https://custody.example"}, "https needs --tls-cert"},
 		{[]string{"--console", "--console-origin", "https://custody.example/console/"}, "without user, path"},
+		{[]string{"--console-session", "1h"}, "need --console"},
+		{[]string{"--console", "--console-session", "1s"}, "want 1m..720h"},
+		{[]string{"--console", "--console-origin", "https://custody.example.com", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--console-rp-id", "other.example"}, "neither rp_id"},
 	} {
 		r := must(t, 2, append([]string{"serve", "--dir", data}, c.args...)...)
 		if !strings.Contains(r.stderr, c.want) {

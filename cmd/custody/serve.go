@@ -24,6 +24,7 @@ import (
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/publish"
 	"github.com/custodylog/custody/server"
+	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/storage"
 	"github.com/custodylog/custody/storage/badgerstore"
 	"github.com/custodylog/custody/witness/cosign"
@@ -38,7 +39,7 @@ func serveCommand() *cli.Command {
 		UsageText: "custody serve --dir D [--addr 127.0.0.1:8080] [--max-inflight N] [--tls-cert FILE --tls-key FILE] [--log-format text|json]\n" +
 			"              [--witness-policy FILE [--witness-finality] [--witness-timeout 10s] [--witness-interval 1s]]\n" +
 			"              [--publish s3://BUCKET/PREFIX] [--approval-webhook URL --approval-webhook-secret-file FILE]\n" +
-			"              [--console [--console-origin ORIGIN] [--console-behind-proxy]]\n" +
+			"              [--console [--console-origin ORIGIN] [--console-behind-proxy] [--console-rp-id HOST] [--console-session 8h]]\n" +
 			"   custody serve --store postgres://... --log A --log B [--prefer A] | --all-logs [...]",
 		Description: `Serves the ledger in D over HTTP until SIGINT or SIGTERM:
 
@@ -58,12 +59,15 @@ func serveCommand() *cli.Command {
    GET  /v1/workflows/{id}           a workflow's entries
    GET  /v1/workflows/{id}/events    new entries of a workflow, streamed
    GET  /v1/keys/{keyid}/seq         a key's binding and next seq
-   GET  /v1/approvals                receipts held for approval now (?approver=NAME, ?workflow=ID)
+   GET  /v1/approvals                receipts held for approval now (?approver=NAME, ?workflow=ID;
+                                     ?wait=MS with If-None-Match: once the list changes)
    GET  /v1/approvals/{id}           a held receipt's state (?wait=MS: answer once it is decided)
    GET  /checkpoint, /tile/{path...} the log as C2SP tlog-tiles
    GET  /v1/checkpoint/witnessed     the newest checkpoint the witness quorum cosigned
    GET  /healthz, /readyz, /metrics  health and Prometheus metrics
-   GET  /console/                    the console, with --console (a web page over this API)
+   GET  /console/                    the console, with --console (a web page over this API);
+                                     /console/enroll registers a passkey, Sign in opens a
+                                     session (/console/session), docs/DEPLOY.md
 
 Each append decision is logged at info (verdict, reason code, index,
 latency); /metrics counts appends by verdict, denials and refusals by
@@ -163,6 +167,8 @@ Example:
 			&cli.BoolFlag{Name: "console", Usage: "serve the console, a web page for approvers and responders, at /console/ (and /logs/NAME/console/)"},
 			&cli.StringFlag{Name: "console-origin", Usage: "with --console: the console's web `ORIGIN` (https://HOST[:PORT], or http://localhost:PORT); passkeys that sign there list it in their origins (default: http://localhost:PORT of a loopback --addr)"},
 			&cli.BoolFlag{Name: "console-behind-proxy", Usage: "with --console: a proxy in front terminates TLS for the https --console-origin (docs/DEPLOY.md)"},
+			&cli.StringFlag{Name: "console-rp-id", Usage: "with --console: the passkeys' relying party `ID`, the origin's host or a name above it (default: the origin's host)"},
+			&cli.DurationFlag{Name: "console-session", Value: console.DefaultSession, Usage: "with --console: how long a passkey sign-in on the console lasts"},
 			&cli.StringFlag{Name: "witness-policy", Usage: "a witness policy `FILE`: send checkpoints to its witnesses and gather their cosignatures", TakesFile: true,
 				Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY")},
 			&cli.BoolFlag{Name: "witness-finality", Usage: "answer a pending RECEIPT only under a checkpoint the witness quorum cosigned",
@@ -414,10 +420,13 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 // --console-behind-proxy into opts.
 func consoleOptions(c *cli.Command, opts *server.Options) error {
 	if !c.Bool("console") {
-		if c.String("console-origin") != "" || c.Bool("console-behind-proxy") {
-			return usage(c, "--console-origin and --console-behind-proxy need --console")
+		if c.String("console-origin") != "" || c.Bool("console-behind-proxy") || c.IsSet("console-rp-id") || c.IsSet("console-session") {
+			return usage(c, "--console-origin, --console-behind-proxy, --console-rp-id and --console-session need --console")
 		}
 		return nil
+	}
+	if d := c.Duration("console-session"); d < time.Minute || d > 30*24*time.Hour {
+		return usage(c, "--console-session %s: want 1m..720h", d)
 	}
 	origin := c.String("console-origin")
 	if origin == "" {
@@ -435,6 +444,12 @@ func consoleOptions(c *cli.Command, opts *server.Options) error {
 	if err != nil {
 		return usage(c, "--console-origin: %v", err)
 	}
+	if rp := c.String("console-rp-id"); rp != "" {
+		if err := sign.CheckOrigins(rp, []string{o}); err != nil {
+			return usage(c, "--console-rp-id %s with --console-origin %s: %v", rp, o, err)
+		}
+	}
 	opts.Console, opts.ConsoleOrigin = true, o
+	opts.ConsoleRPID, opts.ConsoleSession = c.String("console-rp-id"), c.Duration("console-session")
 	return nil
 }

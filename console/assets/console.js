@@ -42,6 +42,11 @@ async function loadSigner(text) {
 async function decide(h, decision, reason, out) {
   out.className = "muted";
   out.textContent = "waiting for your passkey…";
+  // The card stays while its decision is made: the list may see the
+  // receipt leave before the ledger's answer reaches the page.
+  const li = out.closest("li");
+  if (li && !li.dataset.decided) li.dataset.decided = "pending";
+  const undecided = () => { if (li && li.dataset.decided === "pending") delete li.dataset.decided; };
   try {
     if (!signer) throw new Error("choose your passkey first");
     const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
@@ -63,14 +68,26 @@ async function decide(h, decision, reason, out) {
     if (!r.ok) {
       out.className = "error";
       out.textContent = "the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") + (body.reason_code || body.code || "") + ": " + (body.reason || body.error || "");
+      undecided();
       return;
     }
     out.className = "answer";
     out.textContent = "the ledger answered " + r.status + " " + (body.verdict || "") + " at index " + (body.index ?? "?");
+    decided(li);
   } catch (e) {
     out.className = "error";
     out.textContent = "not sent: " + e.message;
+    undecided();
   }
+}
+
+// decided marks a card this page decided: it stays, with the ledger's
+// answer, after the receipt leaves the list of held receipts.
+function decided(li) {
+  if (!li) return;
+  li.dataset.decided = "1";
+  li.classList.add("decided");
+  for (const b of li.querySelectorAll("button")) b.disabled = true;
 }
 
 // signAndAppend has the signer's passkey sign doc (its header filled in
@@ -191,29 +208,48 @@ async function pollApprovals(approver) {
   const list = document.getElementById("approvals");
   const status = document.getElementById("approvals-status");
   let last = "";
+  // A long poll: the server answers as soon as the list differs from the
+  // one this page has (its ETag), or 304 after the wait.
+  let etag = "", count = 0;
   while (!signal.aborted) {
+    let pause = false;
     try {
-      const q = approver ? "v1/approvals?approver=" + encodeURIComponent(approver) : "v1/approvals";
-      const body = await getJSON(q, signal);
-      const held = body.held || [];
-      const key = JSON.stringify(held);
-      if (key !== last) {
-        last = key;
-        // Keep the cards still held (and what they show); add new ones.
-        const old = new Map(Array.from(list.children, (li) => [li.dataset.receiptId, li]));
-        list.replaceChildren(...held.map((h) => {
-          const li = old.get(h.receipt_id);
-          return li && li.dataset.held === JSON.stringify(h) ? li : heldCard(h);
-        }));
+      const q = (approver ? "v1/approvals?approver=" + encodeURIComponent(approver) + "&" : "v1/approvals?") + "wait=25000";
+      const headers = { Accept: "application/json" };
+      if (etag) headers["If-None-Match"] = etag;
+      const r = await fetch(new URL(q, api), { signal, headers, credentials: "same-origin" });
+      if (r.status !== 304) {
+        const body = await r.json().catch(() => null);
+        if (!r.ok) throw new Error(body && body.reason ? (body.reason_code ? body.reason_code + ": " : "") + body.reason : r.status + " " + r.statusText);
+        etag = r.headers.get("ETag") || "";
+        pause = !etag; // a server without ETags: poll
+        const held = body.held || [];
+        count = held.length;
+        const key = JSON.stringify(held);
+        if (key !== last) {
+          last = key;
+          // Keep the cards still held (and what they show); add new ones.
+          // Cards decided here stay, with the ledger's answer.
+          const old = new Map(Array.from(list.children, (li) => [li.dataset.receiptId, li]));
+          const ids = new Set(held.map((h) => h.receipt_id));
+          const next = held.map((h) => {
+            const li = old.get(h.receipt_id);
+            return li && (li.dataset.decided || li.dataset.held === JSON.stringify(h)) ? li : heldCard(h);
+          }).concat(Array.from(old.values()).filter((li) => li.dataset.decided && !ids.has(li.dataset.receiptId)));
+          // Move only what moves: a card kept stays where it is.
+          for (const li of Array.from(list.children)) if (!next.includes(li)) li.remove();
+          next.forEach((li, i) => { if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null); });
+        }
       }
       status.className = "muted";
-      status.textContent = held.length + " held" + (approver ? " for " + approver : "") + "; updated " + new Date().toLocaleTimeString();
+      status.textContent = count + " held" + (approver ? " for " + approver : "") + "; updated " + new Date().toLocaleTimeString();
     } catch (e) {
       if (signal.aborted) return;
       status.className = "error";
       status.textContent = "could not read the held receipts: " + e.message;
+      pause = true;
     }
-    await new Promise((res) => setTimeout(res, 400));
+    if (pause) await new Promise((res) => setTimeout(res, 400));
   }
 }
 
@@ -227,7 +263,7 @@ async function start() {
   const form = document.getElementById("approver-form");
   const input = document.getElementById("approver");
   const params = new URLSearchParams(location.search);
-  input.value = params.get("approver") || "";
+  input.value = params.get("approver") || signedIn;
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     pollApprovals(input.value.trim());
@@ -237,7 +273,22 @@ async function start() {
   const file = document.getElementById("passkey-file");
   file.value = localStorage.getItem("custody.passkey") || "";
   document.getElementById("passkey-save").addEventListener("click", () => loadSigner(file.value));
-  if (file.value) loadSigner(file.value);
+  if (file.value && !signedIn) loadSigner(file.value); // signed in: that passkey signs
 }
+
+// Signed in (session.js): list the held receipts of the person signed in
+// (unless the address names an approver) and sign with their passkey.
+let signedIn = "";
+document.addEventListener("custody:session", (ev) => {
+  const s = ev.detail;
+  signedIn = s.signed_in ? s.name : "";
+  if (!s.signed_in) return;
+  const input = document.getElementById("approver");
+  if (!new URLSearchParams(location.search).get("approver") && input.value !== s.name) {
+    input.value = s.name;
+    pollApprovals(s.name);
+  }
+  if (s.passkey && (!signer || signer.keyid !== s.keyid)) loadSigner(JSON.stringify(s.passkey));
+});
 
 start();

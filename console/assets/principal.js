@@ -2,31 +2,58 @@
 // decides what it accepts whatever the page shows: a hidden button is still
 // a statement anyone with a key may send, and a shown one may be denied.
 //
-// Today the person is the passkey file chosen on the console's first page
-// (kept in localStorage), as the log binds its key. Sign-in with a session
-// cookie replaces this one function.
+// The person is the one signed in (GET /console/session: the session's
+// passkey, session.js), or else the passkey file chosen on the console's
+// first page (kept in localStorage), as the log binds its key. Only
+// currentPrincipal knows where the person comes from.
 import { keyId } from "./sign.js";
 import { getJSON } from "./api.js";
 
 // The kinds a passkey enrolled without allowed_types may sign (DESIGN §1).
 const defaultTypes = ["APPROVAL", "RESUME", "STOP"];
 
-// currentPrincipal returns {name, role, keyid, passkey, allowedTypes}, or
-// null when no usable passkey is chosen (none, unbound, retired).
-export async function currentPrincipal() {
-  const text = localStorage.getItem("custody.passkey");
-  if (!text) return null;
-  let passkey, keyid;
+async function session() {
   try {
-    passkey = JSON.parse(text);
+    const r = await fetch(new URL("session", document.baseURI), { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!r.ok) return null; // a console without sign-in
+    const s = await r.json();
+    return s.signed_in && s.passkey ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+// currentPrincipal returns {name, role, keyid, passkey, allowedTypes, via},
+// or null when nobody usable is here (no session and no passkey chosen, or
+// a key the log does not bind or has retired).
+export async function currentPrincipal() {
+  const s = await session();
+  let passkey, allowed, via;
+  if (s) {
+    passkey = s.passkey;
+    allowed = s.allowed_types;
+    via = "signed in";
+  } else {
+    const text = localStorage.getItem("custody.passkey");
+    if (!text) return null;
+    try {
+      passkey = JSON.parse(text);
+    } catch {
+      return null;
+    }
+    allowed = passkey.allowed_types;
+    via = "passkey file";
+  }
+  let keyid;
+  try {
     keyid = keyId(passkey);
   } catch {
     return null;
   }
   const ks = await getJSON("v1/keys/" + keyid + "/seq");
   if (!ks.bound || ks.retired) return null;
-  const allowedTypes = Array.isArray(passkey.allowed_types) && passkey.allowed_types.length ? passkey.allowed_types : defaultTypes;
-  return { name: ks.name, role: ks.role, keyid, passkey, allowedTypes };
+  const allowedTypes = Array.isArray(allowed) && allowed.length ? allowed : defaultTypes;
+  return { name: ks.name, role: ks.role, keyid, passkey, allowedTypes, via };
 }
 
 // The rules of DESIGN §4 (Who may do what), as far as the page can tell

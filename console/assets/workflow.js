@@ -286,7 +286,7 @@ async function act(kind, fields) {
   const out = document.getElementById("answer");
   status(out, "muted", "waiting for your passkey…");
   try {
-    if (!me) throw new Error("choose your passkey on the console's first page");
+    if (!me) throw new Error("sign in, or choose your passkey file, on the console's first page");
     const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + me.keyid + "/seq")]);
     const doc = Object.assign({}, fields, {
       actor: me.name, log: info.origin, seq: ks.next_seq, type: kind,
@@ -362,8 +362,8 @@ async function refresh() {
         const canStop = mayStop(me, report);
         document.getElementById("stop-form").hidden = !canStop;
         document.querySelectorAll("button.stop-step").forEach((b) => { b.hidden = !canStop; });
-        document.getElementById("signer").textContent = me ? "signing as " + me.name + " (key " + me.keyid.slice(0, 16) + "…)" :
-          "no passkey chosen: choose one on the console's first page to stop, resume or revoke";
+        document.getElementById("signer").textContent = me ? "signing as " + me.name + " (key " + me.keyid.slice(0, 16) + "…, " + me.via + ")" :
+          "nobody to sign: sign in, or choose a passkey file, on the console's first page to stop, resume or revoke";
         const bundle = document.getElementById("bundle");
         bundle.href = new URL("v1/bundle?index=" + report.subject + "&workflow=1", api).href;
         bundle.download = wf.replace(/[^A-Za-z0-9._-]/g, "_") + ".bundle.json";

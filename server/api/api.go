@@ -254,7 +254,8 @@ type HoldRule struct {
 // Paths of the approval endpoints (also under /logs/NAME/).
 const (
 	PathApprovals = "/v1/approvals"
-	// MaxApprovalWait bounds GET /v1/approvals/{receipt_id}?wait=MS.
+	// MaxApprovalWait bounds the wait=MS of GET /v1/approvals and GET
+	// /v1/approvals/{receipt_id}.
 	MaxApprovalWait = 60000
 )
 

@@ -3,7 +3,9 @@
 machines) keeps its steps fail-closed through a leader kill: no step runs
 before its pending receipt is durable and verified, every step's outcome is
 recorded (through the follower once it takes the lease), and with both
-servers dead a step never runs.
+servers dead a step never runs. A leader that is frozen (paused) does not
+hold the clients' appends until their timeout: they move to the server that
+takes over.
 
 Needs CUSTODY_TEST_PG (scripts/python.sh starts a throwaway cluster); it
 skips without it on a dev machine, and fails in CI."""
@@ -16,6 +18,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,41 @@ async def test_runtime_fails_closed_through_a_leader_kill(pg_log) -> None:
     assert ran == ["s1", "s2", "s3"]
     for cl in (c, reader, quick):
         await cl.aclose()
+
+
+def _enroll(admin_key: custody.PrivateKey, admin_name: str, origin: str, seq: int, who: str) -> bytes:
+    st = {"type": "PRINCIPAL", "principal_id": "p_" + who, "op": "enroll", "name": "user:" + who,
+          "public_key": custody.generate_key().public_key_base64, "timestamp": custody.format_time(),
+          "log": origin, "actor": admin_name, "seq": seq}
+    return custody.envelope_bytes(custody.sign_statement(st, admin_key))
+
+
+async def test_a_frozen_leader_does_not_hold_the_clients(pg_log) -> None:
+    """The leader is paused (SIGSTOP) and an AsyncClient, then a Client, each
+    given the leader's URL first, appends: each waits stall_wait, asks the
+    other server who leads, and goes there once it has taken the lease (2 s),
+    instead of waiting out its 30 s timeout on the frozen server."""
+    info, servers, name, admin_key = pg_log
+    leader = next(s for s in servers if any("role=leader" in line for line in s.log))
+    follower = next(s for s in servers if s is not leader)
+    urls = [f"{leader.url}/logs/{name}", f"{follower.url}/logs/{name}"]
+    ac = custody.AsyncClient(urls, log_key=info["verifier_key"], timeout=30)
+    sc = custody.Client(urls, log_key=info["verifier_key"], timeout=30)
+    seq = (await ac.key_seq(admin_key.key_id))["next_seq"]
+    assert leader.proc is not None
+    leader.proc.send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = await ac.append(_enroll(admin_key, info["admin_name"], ac.origin, seq, "frozen_async"))
+        took_async = time.monotonic() - t0
+        assert r.accepted and ac.url == urls[1]
+        t0 = time.monotonic()
+        r = await asyncio.to_thread(sc.append, _enroll(admin_key, info["admin_name"], sc.origin, seq + 1, "frozen_sync"))
+        took_sync = time.monotonic() - t0
+        assert r.accepted and sc.url == urls[1]
+    finally:
+        leader.proc.send_signal(signal.SIGCONT)
+    assert took_async < 10, f"the AsyncClient waited {took_async:.1f} s on the frozen leader"
+    assert took_sync < 10, f"the Client waited {took_sync:.1f} s on the frozen leader"
+    await ac.aclose()
+    sc.close()

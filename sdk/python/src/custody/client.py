@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Generator, Iterator, Mapping, Optional, Sequence, Union
@@ -171,6 +172,17 @@ class _Req:
     body: Optional[bytes] = None
     limit: int = MAX_DOC
     timeout: Optional[float] = None
+    #: With several servers: every stall_wait without an answer, ask the
+    #: others who leads, and give up on this server (_MovedOn) once another
+    #: does.
+    watch: bool = False
+
+
+@dataclass
+class _MovedOn:
+    """A stalled request was given up: another server of the list leads."""
+
+    leader: str
 
 
 @dataclass
@@ -225,6 +237,7 @@ class _Core:
         retries: int = 3,
         max_retry_wait: float = 2.0,
         failover_wait: float = 15.0,
+        stall_wait: float = 1.0,
         witness_policy: Union[str, WitnessPolicy, None] = None,
         witness_wait: float = 10.0,
     ) -> None:
@@ -240,6 +253,7 @@ class _Core:
         self.retries = retries
         self.max_retry_wait = max_retry_wait
         self.failover_wait = failover_wait
+        self.stall_wait = stall_wait
         self.witness_wait = witness_wait
         self.witness_policy = WitnessPolicy.parse(witness_policy) if isinstance(witness_policy, str) else witness_policy
         self._cur = 0
@@ -261,6 +275,23 @@ class _Core:
             self._cur = self.servers.index(leader)
             return True
         return False
+
+    def _readyz_leader(self, base: str, body: bytes) -> str:
+        """The leader a server's /readyz names: itself (role leader), or the URL on its leader line."""
+        leader = ""
+        for line in body[:4096].decode("utf-8", "replace").split("\n"):
+            if line == "role leader":
+                leader = base
+            elif line.startswith("leader ") and not leader and "://" in line:
+                leader = line[len("leader "):].strip().rstrip("/")
+        return leader
+
+    def _pick_leader(self, i: int, found: Sequence[str]) -> str:
+        """The first leader found that is a server of the list other than server i, or ""."""
+        for leader in found:
+            if leader and leader != self.servers[i] and leader in self.servers:
+                return leader
+        return ""
 
     def open_checkpoint(self, text: str) -> Checkpoint:
         """Verifies a signed checkpoint by the log's keys and returns its content (raises UnverifiedError)."""
@@ -310,7 +341,14 @@ class _Core:
         while True:
             i = self._cur % n
             more = attempt < self.retries or (n > 1 and self.failover_wait > 0 and time.monotonic() - start < self.failover_wait)
-            r = yield _Req("POST", i, path, body, limit=MAX_ANSWER)
+            r = yield _Req("POST", i, path, body, limit=MAX_ANSWER, watch=n > 1 and self.stall_wait > 0)
+            if isinstance(r, _MovedOn):
+                # Server i gave no answer in stall_wait and another leads:
+                # go there now (resending is safe: the ledger answers the
+                # same bytes with their first decision).
+                self._follow(r.leader)
+                attempt += 1
+                continue
             if isinstance(r, BaseException):
                 if not more:
                     raise HTTPError(0, "", f"POST {path}: {r}") from r
@@ -617,7 +655,11 @@ class Client(_Core):
     """A verified connection to one log (synchronous; safe to share between threads).
 
     ``url`` may list several servers of one log separated by commas: appends
-    follow the sequencer through a failover, reads go to any.
+    follow the sequencer through a failover, reads go to any. An append that
+    has no answer after ``stall_wait`` seconds (default 1.0; 0 turns it off)
+    asks the other servers' ``/readyz`` who leads, and goes there if another
+    does, as often as it stalls: a frozen or cut-off leader does not hold it
+    until ``timeout``, and a slow but live one is left alone.
     """
 
     def __init__(self, url: Union[str, Sequence[str]], log_key: str, *, http: Optional[httpx.Client] = None, **options: Any) -> None:
@@ -633,7 +675,52 @@ class Client(_Core):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _do(self, req: _Req) -> Union[_Resp, BaseException]:
+    def _do(self, req: _Req) -> Union[_Resp, _MovedOn, BaseException]:
+        if not req.watch:
+            return self._send(req)
+        # The request runs in a thread of its own, so that this one can ask
+        # the other servers who leads while it waits; an abandoned request
+        # ends by itself (its answer, if any, is dropped).
+        box: list[tuple[Any, Optional[BaseException]]] = []
+        done = threading.Event()
+
+        def send() -> None:
+            try:
+                box.append((self._send(req), None))
+            except BaseException as e:  # raised again in the caller's thread
+                box.append((None, e))
+            done.set()
+
+        threading.Thread(target=send, daemon=True).start()
+        while not done.wait(self.stall_wait):
+            leader = self._leader_elsewhere(req.server)
+            if leader and not done.is_set():
+                return _MovedOn(leader)
+        r, err = box[0]
+        if err is not None:
+            raise err
+        return r
+
+    def _leader_elsewhere(self, i: int) -> str:
+        """Asks every server but i (at once, for at most stall_wait) who leads."""
+        found = [""] * len(self.servers)
+
+        def ask(j: int) -> None:
+            try:
+                r = self._http.get(self.servers[j] + "/readyz", timeout=self.stall_wait)
+                found[j] = self._readyz_leader(self.servers[j], r.content)
+            except httpx.HTTPError:
+                pass
+
+        threads = [threading.Thread(target=ask, args=(j,), daemon=True) for j in range(len(self.servers)) if j != i]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + self.stall_wait
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return self._pick_leader(i, list(found))
+
+    def _send(self, req: _Req) -> Union[_Resp, BaseException]:
         try:
             with self._http.stream(req.method, self.servers[req.server] + req.path, content=req.body,
                                    headers={"content-type": "application/json"} if req.body is not None else None) as r:
@@ -736,7 +823,33 @@ class AsyncClient(_Core):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def _do(self, req: _Req) -> Union[_Resp, BaseException]:
+    async def _do(self, req: _Req) -> Union[_Resp, _MovedOn, BaseException]:
+        if not req.watch:
+            return await self._send(req)
+        task = asyncio.ensure_future(self._send(req))
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=self.stall_wait)
+            if done:
+                return task.result()
+            leader = await self._leader_elsewhere(req.server)
+            if leader and not task.done():
+                task.cancel()
+                return _MovedOn(leader)
+
+    async def _leader_elsewhere(self, i: int) -> str:
+        """Asks every server but i (at once, for at most stall_wait) who leads."""
+
+        async def ask(j: int) -> str:
+            try:
+                r = await asyncio.wait_for(self._http.get(self.servers[j] + "/readyz", timeout=self.stall_wait), self.stall_wait)
+                return self._readyz_leader(self.servers[j], r.content)
+            except (httpx.HTTPError, asyncio.TimeoutError):
+                return ""
+
+        found = await asyncio.gather(*(ask(j) for j in range(len(self.servers)) if j != i))
+        return self._pick_leader(i, found)
+
+    async def _send(self, req: _Req) -> Union[_Resp, BaseException]:
         try:
             async with self._http.stream(req.method, self.servers[req.server] + req.path, content=req.body,
                                          headers={"content-type": "application/json"} if req.body is not None else None) as r:
