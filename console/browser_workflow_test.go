@@ -94,26 +94,17 @@ func (p *passkey) addKey(t *testing.T, lg *servertest.Log, name string, allowed 
 	}
 }
 
-// virtualAuthenticator turns on CDP's WebAuthn domain in the tab and adds
-// an internal authenticator (user verification on) holding the passkeys.
-func virtualAuthenticator(pks ...*passkey) chromedp.Action {
-	return chromedp.ActionFunc(func(ctx context.Context) error {
-		if err := webauthn.Enable().Do(ctx); err != nil {
-			return err
+// holdPasskeys puts the passkeys' credentials in the tab's virtual
+// authenticator (virtualAuthenticator, browser_enroll_test.go).
+func holdPasskeys(t *testing.T, tab context.Context, pks ...*passkey) {
+	t.Helper()
+	id := virtualAuthenticator(t, tab)
+	for _, p := range pks {
+		if err := chromedp.Run(tab, webauthn.AddCredential(id, &webauthn.Credential{CredentialID: p.Credential, RpID: "localhost",
+			PrivateKey: p.pkcs8})); err != nil {
+			t.Fatalf("adding a credential to the virtual authenticator: %v", err)
 		}
-		id, err := webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
-			Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
-			HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}).Do(ctx)
-		if err != nil {
-			return err
-		}
-		for _, p := range pks {
-			if err := webauthn.AddCredential(id, &webauthn.Credential{CredentialID: p.Credential, RpID: "localhost", PrivateKey: p.pkcs8}).Do(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
 }
 
 // choosePasskey has the console's first page take the passkey file, as a
@@ -156,13 +147,7 @@ func gateParts(t *testing.T) (mcpDir, bin string) {
 	if err != nil {
 		testenv.Need(t, "scripts/mcp.sh: %v", err)
 	}
-	bin = filepath.Join(t.TempDir(), "custody")
-	build := exec.Command("go", "build", "-o", bin, "github.com/custodylog/custody/cmd/custody")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("building custody: %v", err)
-	}
-	return strings.TrimSpace(string(out)), bin
+	return strings.TrimSpace(string(out)), buildCustody(t)
 }
 
 // TestBrowserWorkflowPages: the workflows list shows a workflow as it
@@ -199,7 +184,8 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	}
 
 	tab := browser(t)
-	if err := chromedp.Run(tab, virtualAuthenticator(pk, bob), choosePasskey(origin, pk, "user:alice"),
+	holdPasskeys(t, tab, pk, bob)
+	if err := chromedp.Run(tab, choosePasskey(origin, pk, "user:alice"),
 		chromedp.Navigate(origin+"/console/workflows.html"),
 		chromedp.Poll(`document.getElementById("workflows-status").textContent.startsWith("0 workflows")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 	); err != nil {
