@@ -161,8 +161,9 @@ func gateParts(t *testing.T) (mcpDir, bin string) {
 // passkey signs the STOP) and the call is cancelled with the STOP's
 // reason; Resume from the page lets calls through again; Revoke from the
 // page ends the grant and the next call is denied revoked; a step STOP
-// (pause) from the page shows on it and on the list. Pinned to another
-// log's key, the page verifies nothing.
+// (pause) from the page shows on it and on the list. Signed in, with no
+// passkey file chosen, the page signs as the session's person. Pinned to
+// another log's key, the page verifies nothing.
 func TestBrowserWorkflowPages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -457,6 +458,31 @@ func TestBrowserWorkflowPages(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	// Signed in (Sign in on the first page, no passkey file chosen), the
+	// page signs as the session's person, with the kinds the log lets its
+	// passkey sign: alice may revoke the scribe's grant.
+	var signer string
+	var revokes int
+	if err := chromedp.Run(tab,
+		chromedp.Evaluate(`localStorage.removeItem("custody.passkey"); true`, nil),
+		chromedp.Navigate(origin+"/console/"),
+		chromedp.WaitVisible(`#session-name`, chromedp.ByQuery),
+		chromedp.SetValue(`#session-name`, "user:alice", chromedp.ByQuery),
+		chromedp.Click(`#session-signin`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("session-status").textContent.startsWith("Signed in as user:alice")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
+		chromedp.Navigate(page),
+		chromedp.Poll(`document.getElementById("signer").textContent.startsWith("signing as")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Text(`#signer`, &signer, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll("button.revoke").length`, &revokes),
+	); err != nil {
+		var status string
+		chromedp.Run(tab, chromedp.Text(`#session-status`, &status, chromedp.ByQuery))
+		t.Fatalf("signed in: %v (%s)", err, status)
+	}
+	if !strings.HasPrefix(signer, "signing as user:alice") || !strings.HasSuffix(signer, "signed in)") || revokes != 1 {
+		t.Fatalf("signed in, the page says %q and shows %d Revoke buttons (want the scribe's)", signer, revokes)
+	}
+
 	// Pinned to another log's key (same origin name), the page does not
 	// believe the server: nothing it shows is verified.
 	other := servertest.Start(t, server.Options{})
