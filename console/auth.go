@@ -452,6 +452,10 @@ type Session struct {
 	// Passkey is the signed-in passkey's public file, which the page asks
 	// to sign statements.
 	Passkey *PasskeyFile `json:"passkey,omitempty"`
+	// AllowedTypes are the statement kinds the passkey may sign, as the
+	// log binds it (DESIGN §1): the workflow page shows Revoke only when
+	// REVOKE is among them.
+	AllowedTypes []string `json:"allowed_types,omitempty"`
 	// Reason says why there is no session, when there was one.
 	Reason string `json:"reason,omitempty"`
 }
@@ -523,7 +527,7 @@ func (a *Auth) signInFinish(w http.ResponseWriter, r *http.Request) {
 func (a *Auth) describe(s *session, k *enrolled) Session {
 	return Session{SignedIn: true, Name: s.name, KeyID: k.keyID, Expires: s.expires.UTC().Format(time.RFC3339),
 		Passkey: &PasskeyFile{KeyType: k.key.KeyType, PublicKey: k.rec.PublicKey, CredentialID: base64.StdEncoding.EncodeToString(k.id),
-			RPID: k.key.RPID, Origins: k.key.Origins}}
+			RPID: k.key.RPID, Origins: k.key.Origins}, AllowedTypes: k.rec.AllowedTypes}
 }
 
 // getSession answers who is signed in, re-reading the passkey: a retired

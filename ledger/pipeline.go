@@ -640,7 +640,7 @@ func (l *sequencer) process(batch []*request) {
 			if wf := d.Statement.WorkflowID(); wf != "" {
 				workflows[wf] = true
 				wfNew[wf] = append(wfNew[wf], next)
-				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow); err != nil {
+				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow, d.Statement, loggedAt); err != nil {
 					l.drain()
 					l.fail(batch, answers, err)
 					return
@@ -671,7 +671,7 @@ func (l *sequencer) process(batch []*request) {
 			if doc.Workflow != "" {
 				workflows[doc.Workflow] = true
 				wfNew[doc.Workflow] = append(wfNew[doc.Workflow], next)
-				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow); err != nil {
+				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow, doc, loggedAt); err != nil {
 					l.drain()
 					l.fail(batch, answers, err)
 					return

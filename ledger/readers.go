@@ -116,6 +116,15 @@ func (l *Ledger) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	return l.read.WorkflowRange(ctx, wf, after, limit)
 }
 
+// WorkflowList returns up to limit workflows from the list of workflows
+// (wflist.go), newest first, beginning with the one just before position
+// before (before 0 or past the end: the newest), and the list's length.
+// Its cost is O(limit) record reads and a walk of the held receipts
+// (bounded as the approvals list's is), however long the log.
+func (l *Ledger) WorkflowList(ctx context.Context, before uint64, limit int, now time.Time) ([]WorkflowListing, uint64, error) {
+	return l.read.WorkflowList(ctx, before, limit, now)
+}
+
 // WorkflowExists reports whether wf has a leaf in the committed log.
 func (l *Ledger) WorkflowExists(wf string) (bool, error) { return l.read.WorkflowExists(wf) }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/custodylog/custody/authority"
+	"github.com/custodylog/custody/statement"
 )
 
 // # The workflow index
@@ -59,6 +60,8 @@ type wfState struct {
 	// key of the last page written, kept so that a batch builds no key.
 	countKey, pageKey string
 	pageNo            uint64
+	// sum is the workflow's summary (wflist.go), written with its count.
+	sum wfSummary
 }
 
 // lastPageKey is the key of the page holding the workflow's last leaf.
@@ -83,6 +86,7 @@ var wfCached = 1024 // a variable for tests
 // owned by the sequencer goroutine.
 type wfIndexer struct {
 	pending map[string]*wfState
+	list    wfList // the list of workflows (wflist.go)
 	job     uint64 // the batch being decided
 	dirty   map[string]bool
 	full    []fullPage // pages the batch being decided filled
@@ -109,6 +113,9 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 			return nil, fmt.Errorf("workflow index of %q: a count of %d bytes", wf, len(raw))
 		}
 		s.count = binary.BigEndian.Uint64(raw)
+		if err := s.sum.load(l.store, wf); err != nil {
+			return nil, err
+		}
 		if s.count%wfPageSize != 0 {
 			p, err := l.store.Record(ctx, wfPageKey(wf, s.count/wfPageSize))
 			if err != nil {
@@ -124,9 +131,10 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 	return s, nil
 }
 
-// add records that the leaf at index joins wf; prev is its
-// prev_in_workflow (nil for the workflow's first leaf).
-func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64) error {
+// add records that the leaf at index, logged at loggedAt, joins wf; prev
+// is its prev_in_workflow (nil for the workflow's first leaf), st its
+// statement (a DENIAL for a denied one).
+func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64, st statement.Statement, loggedAt string) error {
 	s, err := x.state(l, wf)
 	if err != nil {
 		return err
@@ -137,6 +145,13 @@ func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64) err
 	if s.count == wfLegacy {
 		return nil
 	}
+	if s.count == 0 {
+		if err := x.list.add(l.store, wf); err != nil {
+			return err
+		}
+		s.sum.First = index
+	}
+	s.sum.note(st, loggedAt)
 	if s.count%wfPageSize == 0 {
 		s.page = make([]byte, 0, wfPageSize*8)
 	}
@@ -166,8 +181,10 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 		// The page is only ever appended to, past what this batch writes,
 		// so its bytes can go to the store as they are.
 		put(s.lastPageKey(wf), s.page[:len(s.page):len(s.page)])
+		put(wfSumKey(wf), s.sum.encode())
 	}
 	clear(x.dirty)
+	x.list.written(put)
 }
 
 // committed records that the batches up to job are in the store: past
@@ -189,6 +206,7 @@ func (x *wfIndexer) committed(job uint64) {
 
 // discard forgets everything not committed.
 func (x *wfIndexer) discard() {
+	x.list = wfList{}
 	clear(x.pending)
 	clear(x.dirty)
 	x.full = x.full[:0]

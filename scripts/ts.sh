@@ -2,7 +2,8 @@
 # The TypeScript SDK's suite (sdk/typescript): installs Node.js >= 20 from
 # Debian when it is missing, builds the custody binary the tests serve,
 # installs the SDK's dependencies from its lock file (npm ci), compiles it,
-# and runs its tests with node's own test runner against real servers.
+# rebuilds the console's browser bundle of it (console/assets/sdk.js) and
+# fails if it differs from the committed one, and runs its tests with node's own test runner against real servers.
 # Each test file starts its own `custody serve` on a free loopback port and
 # stops it when done; the failover test serves one log from a throwaway
 # PostgreSQL cluster (scripts/postgres.sh, port $CUSTODY_TS_PGPORT or 54333)
@@ -56,6 +57,8 @@ echo "== npm ci (from package-lock.json)"
 npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null
 echo "== tsc"
 npm run --silent build
+echo "== the console's SDK bundle: console/assets/sdk.js rebuilt from src/ and compared, then checked against the Node build (console/sdkbuild)"
+(cd "$root/console/sdkbuild" && npm ci --no-audit --no-fund --cache "$root/.cache/npm" >/dev/null && node build.mjs --check && node --test sdk.test.mjs)
 echo "== npm pack --dry-run (what would be published)"
 npm pack --dry-run --cache "$root/.cache/npm" 2>&1 | grep -E "^npm notice (name|version|total files|[0-9.]+[kM]?B +(dist/index|README|package))" || true
 echo "== node --test"

@@ -218,6 +218,10 @@ var httpFuzzEndpoints = []func(a, b string) *url.URL{
 	func(a, b string) *url.URL { return q(api.PathKeys + url.PathEscape(a) + "/seq") },
 	func(a, b string) *url.URL { return &url.URL{Path: "/tile/" + a, RawQuery: url.QueryEscape(b)} },
 	func(a, b string) *url.URL { return q(api.PathWorkflows+url.PathEscape(a)+"/events", "after", b) },
+	func(a, b string) *url.URL {
+		return q(strings.TrimSuffix(api.PathWorkflows, "/"), "before", a, "limit", b)
+	},
+	func(a, b string) *url.URL { return q(api.PathWorkflows+url.PathEscape(a)+"/replay", "x", b) },
 }
 
 // q builds a URL with path (already escaped) and the non-empty parameters.
@@ -322,6 +326,23 @@ func checkRead(t *testing.T, fl *httpFuzzLog, req *http.Request, body []byte) {
 	case strings.HasSuffix(p, "/events"):
 		if !bytes.HasPrefix(body, []byte(": watching ")) {
 			t.Fatalf("event stream starts with %q", body[:min(len(body), 40)])
+		}
+	case p == strings.TrimSuffix(api.PathWorkflows, "/"):
+		var list api.WorkflowList
+		mustJSON(t, body, &list)
+		if len(list.Workflows) > api.MaxWorkflowPage {
+			t.Fatalf("a page of %d workflows", len(list.Workflows))
+		}
+		for i, w := range list.Workflows {
+			if w.Position >= list.Total || (i > 0 && w.Position >= list.Workflows[i-1].Position) {
+				t.Fatalf("workflow list out of order: %+v", list.Workflows)
+			}
+		}
+	case strings.HasPrefix(p, api.PathWorkflows) && strings.HasSuffix(p, "/replay"):
+		var rep server.WorkflowReplay
+		mustJSON(t, body, &rep)
+		if rep.Report == nil || !rep.Report.Verified {
+			t.Fatalf("a replay that does not verify: %s", body[:min(len(body), 200)])
 		}
 	case strings.HasPrefix(p, api.PathWorkflows):
 		var wf api.Workflow

@@ -17,7 +17,7 @@ async function loadSigner(text) {
     if (!pk || typeof pk.public_key !== "string" || typeof pk.credential_id !== "string" || typeof pk.rp_id !== "string") {
       throw new Error("a passkey file has public_key, credential_id and rp_id");
     }
-    const keyid = await keyId(pk.public_key);
+    const keyid = keyId(pk);
     const ks = await getJSON("v1/keys/" + keyid + "/seq");
     if (!ks.bound) throw new Error("key " + keyid + " is not enrolled on this log");
     if (ks.retired) throw new Error("key " + keyid + " (" + ks.name + ") is retired");

@@ -1,70 +1,42 @@
-// Signing in the browser: the APPROVAL statement's canonical JSON (RFC
-// 8785), its DSSE PAE, the SHA-256 challenge, the passkey assertion and
-// the passkey sig of DESIGN §1. The server never sees a key.
+// Signing in the browser, with the TypeScript SDK's own code (sdk.js, built
+// from sdk/typescript/src): a statement's canonical bytes (RFC 8785, the
+// strict profile, its schema checked), its DSSE PAE, the passkey challenge
+// (SHA-256 of the PAE, DESIGN §1), then the passkey's assertion as the
+// envelope's sig. The server never sees a key.
 
-const enc = new TextEncoder();
-
-// canonicalize is RFC 8785 for what the console signs: objects, arrays,
-// strings, booleans and safe integers (ECMAScript's JSON.stringify of a
-// string or an integer is already RFC 8785's; keys sort by UTF-16 units).
-export function canonicalize(v) {
-  if (v === null || typeof v === "boolean" || typeof v === "string") return JSON.stringify(v);
-  if (typeof v === "number") {
-    if (!Number.isSafeInteger(v)) throw new Error("only safe integers are signed here: " + v);
-    return JSON.stringify(v);
-  }
-  if (Array.isArray(v)) return "[" + v.map(canonicalize).join(",") + "]";
-  if (typeof v === "object") {
-    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
-    return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonicalize(v[k])).join(",") + "}";
-  }
-  throw new Error("cannot sign a " + typeof v);
-}
-
-export function b64(bytes) {
-  let s = "";
-  for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b);
-  return btoa(s);
-}
+import { canonicalize, statementBytes, pae, payloadType, passkeyChallenge, parsePasskey, toBase64 } from "./sdk.js";
 
 export function b64url(bytes) {
-  return b64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64(new Uint8Array(bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function unb64url(s) {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
 export function unb64(s) {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
+  return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 }
 
 export function hex(bytes) {
   return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// pae is DSSE's pre-authentication encoding.
-export function pae(type, body) {
-  const head = enc.encode("DSSEv1 " + enc.encode(type).length + " " + type + " " + body.length + " ");
-  const out = new Uint8Array(head.length + body.length);
-  out.set(head);
-  out.set(body, head.length);
-  return out;
+// keyId is the key id of a passkey file's key (the SDK's parsePasskey,
+// which also checks the key, its rp_id and origins): hex SHA-256 of its
+// SPKI DER.
+export function keyId(file) {
+  return parsePasskey(file.key_type, file.public_key, file.rp_id, file.origins || []).keyId;
 }
 
-export async function sha256(bytes) {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-}
-
-// keyId is the key id of a passkey: hex SHA-256 of its SPKI DER.
-export async function keyId(publicKeyB64) {
-  return hex(await sha256(unb64(publicKeyB64)));
-}
-
-// signStatement has the passkey sign doc as kind (payloadType) and returns
-// the DSSE envelope's canonical JSON text.
-export async function signStatement(passkey, keyid, payloadType, doc) {
-  const payload = enc.encode(canonicalize(doc));
-  const challenge = await sha256(pae(payloadType, payload));
+// signStatement has the passkey sign doc, a statement of kind doc.type
+// whose payloadType is type, and returns the DSSE envelope's canonical
+// JSON text.
+export async function signStatement(passkey, keyid, type, doc) {
+  if (type !== payloadType(doc.type)) throw new Error("payloadType " + type + " is not that of a " + doc.type);
+  const payload = statementBytes(doc);
+  const challenge = unb64url(passkeyChallenge(pae(type, payload)));
   const cred = await navigator.credentials.get({
     publicKey: {
       challenge,
@@ -80,5 +52,5 @@ export async function signStatement(passkey, keyid, payloadType, doc) {
     client_data_json: b64url(r.clientDataJSON),
     signature: b64url(r.signature),
   });
-  return canonicalize({ payload: b64(payload), payloadType, signatures: [{ keyid, sig: b64(enc.encode(sig)) }] });
+  return canonicalize({ payload: toBase64(payload), payloadType: type, signatures: [{ keyid, sig: toBase64(new TextEncoder().encode(sig)) }] });
 }

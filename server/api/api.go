@@ -303,3 +303,44 @@ type ApprovalItem struct {
 	Actor      string `json:"actor"`
 	Decision   string `json:"decision"`
 }
+
+// WorkflowList is a page of GET /v1/workflows: the log's workflows, newest
+// first. Total is how many the list holds; when NextBefore is set, ask
+// again with ?before= it for the older ones.
+type WorkflowList struct {
+	Workflows  []WorkflowSummary `json:"workflows"`
+	Total      uint64            `json:"total"`
+	NextBefore uint64            `json:"next_before,omitempty"`
+}
+
+// WorkflowSummary is one workflow on the list, as the committed state has
+// it: its owner (the principal of its first CONFIRM), the agents granted
+// authority in it (the first eight; MoreAgents when there are others), its
+// leaves, the index and time of its latest, its receipts held for approval
+// now, the STOP in force on its chain and the step STOPs in force, and its
+// violations (the DENIALs logged in it).
+type WorkflowSummary struct {
+	Workflow     string   `json:"workflow_id"`
+	Position     uint64   `json:"position"`
+	Owner        string   `json:"owner,omitempty"`
+	OwnerKeyID   string   `json:"owner_keyid,omitempty"`
+	Agents       []string `json:"agents"`
+	MoreAgents   bool     `json:"more_agents,omitempty"`
+	Entries      uint64   `json:"entries"`
+	FirstIndex   uint64   `json:"first_index"`
+	LastIndex    uint64   `json:"last_index"`
+	LastActivity string   `json:"last_activity"`
+	Held         int      `json:"held"`
+	Stopped      bool     `json:"stopped"`
+	StopID       string   `json:"stop_id,omitempty"`
+	StepStops    int64    `json:"step_stops,omitempty"`
+	Violations   uint64   `json:"violations"`
+}
+
+// Bounds of the workflow list, GET /v1/workflows (also under /logs/NAME/).
+const (
+	// DefaultWorkflowPage is the page of GET /v1/workflows without
+	// ?limit=; MaxWorkflowPage the most one may ask for.
+	DefaultWorkflowPage = 50
+	MaxWorkflowPage     = 100
+)

@@ -320,6 +320,74 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_bad", "c_bulk", "s1", "purchase", "t/elsewhere", nil), authority.OutOfScope)
 		ReplayEqualsState(t, l)
 	})
+	t.Run("WorkflowList", func(t *testing.T) {
+		// The list of workflows (ledger/wflist.go) is kept in this store's
+		// records: 40 workflows begun in concurrent batches (over a page
+		// of the list) are listed newest first, with their owner, agents,
+		// DENIALs and STOP; after a reopen the list reads the same and
+		// goes on.
+		loc := newLocation(t)
+		w := testlog.NewWorld(t, testlog.WorldOptions{Location: loc})
+		sc := w.Standard()
+		au := w.Author
+		var pend []*ledger.Pending
+		for i := 0; i < 40; i++ {
+			wf := fmt.Sprintf("wf_list_%02d", i)
+			_, raw, err := sc.Alice.Sign(au.Confirm(sc.Alice, "c_"+wf, testlog.NewGrant(sc.Booker, wf, []string{"t/l"}, []string{"purchase"}, nil, nil, 3600)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := w.L.Submit(context.Background(), raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pend = append(pend, p)
+		}
+		for _, p := range pend {
+			if r, err := p.Wait(context.Background()); err != nil || r.Verdict != authority.Accepted {
+				t.Fatalf("%+v, %v", r, err)
+			}
+		}
+		w.Deny(sc.Booker, au.Pending(sc.Booker, "r_list_bad", "c_wf_list_07", "s1", "purchase", "t/elsewhere", nil), authority.OutOfScope)
+		w.StopChain(sc.Alice, "stop_list", "wf_list_09", "enough")
+		check := func(l *ledger.Ledger, total int) map[string]ledger.WorkflowListing {
+			t.Helper()
+			list, n, err := l.WorkflowList(context.Background(), 0, ledger.MaxListAnswer, w.Clock.Now())
+			if err != nil || int(n) != total || len(list) != total {
+				t.Fatalf("the list: %d of %d (%v), want %d", len(list), n, err, total)
+			}
+			by := map[string]ledger.WorkflowListing{}
+			for i, wl := range list {
+				if wl.Position != uint64(total-1-i) {
+					t.Fatalf("list[%d] at position %d", i, wl.Position)
+				}
+				by[wl.Workflow] = wl
+			}
+			return by
+		}
+		// The standard scenario's workflow comes first on the list.
+		by := check(w.L, 41)
+		if wl := by["wf_list_07"]; wl.Denials != 1 || wl.Owner != sc.Alice.Name || len(wl.Agents) != 1 || wl.Agents[0] != sc.Booker.Name {
+			t.Fatalf("wf_list_07: %+v", wl)
+		}
+		if wl := by["wf_list_09"]; wl.Stop == nil || wl.Stop.ID != "stop_list" || wl.Denials != 0 {
+			t.Fatalf("wf_list_09: %+v", wl)
+		}
+		if err := w.L.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Open(loc, ledger.Options{Clock: w.Clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.L = l
+		t.Cleanup(func() { l.Close() })
+		check(l, 41)
+		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_late", testlog.NewGrant(sc.Booker, "wf_list_late", []string{"t/l"}, []string{"purchase"}, nil, nil, 3600)))
+		if by := check(l, 42); by["wf_list_late"].Position != 41 {
+			t.Fatalf("the workflow begun after the reopen: %+v", by["wf_list_late"])
+		}
+	})
 }
 
 // ReplayEqualsState replays the whole log from scratch with the
