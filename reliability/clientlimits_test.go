@@ -1,10 +1,14 @@
 package reliability
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,4 +167,93 @@ func TestClientAttacks(t *testing.T) {
 		t.Errorf("after the streams closed: %d appends, errors %v", after.n, firstErr(after.errs))
 	}
 	t.Log("summary:\n" + strings.Join(e.figures, "\n"))
+}
+
+// slowBodiesAddrEnv names, for the test binary run as an attacker
+// (TestSlowBodiesAttacker), the server it attacks.
+const slowBodiesAddrEnv = "RELIABILITY_SLOW_BODIES_ADDR"
+
+// TestSlowBodiesHonestShare measures honest appends while one client
+// (127.0.0.9) keeps 4,200 slow bodies open (each started again 2 s after
+// the server ended it), against a baseline measured just
+// before, in up to three rounds, and requires one round to reach
+// minSlowBodiesShare of its baseline (rounds, because the 2-core machine
+// the tests share can be taken from every process at once for seconds).
+// The attacker is another process (this test binary,
+// TestSlowBodiesAttacker), as an attacker on another machine would be: in
+// this one its 8,400 goroutines would queue the honest agents' own.
+// Before the listener held the new connections of a client at its body
+// budget, the server read and refused each of them, and honest appends
+// ran at 3–23% of the baseline.
+func TestSlowBodiesHonestShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("abuse test: skipped in -short mode")
+	}
+	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
+		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
+	}
+	const minSlowBodiesShare = 35 // percent of the baseline
+	e := newAbuseEnv(t)
+	e.measureHonest(time.Second) // warm up connections and caches
+	var shares []string
+	best := 0.0
+	for round := 1; round <= 3; round++ {
+		baseline := e.measureHonest(attackWindow)
+		if baseline.n == 0 || len(baseline.errs) > 0 {
+			t.Fatalf("baseline: %d appends, errors %v", baseline.n, firstErr(baseline.errs))
+		}
+		var cmdErr error
+		during := e.attack(t, fmt.Sprintf("slow bodies from another process, round %d", round), baseline, nil, func(ctx context.Context) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSlowBodiesAttacker$")
+			cmd.Env = append(os.Environ(), slowBodiesAddrEnv+"="+e.sp.addr)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if cmdErr = cmd.Start(); cmdErr != nil {
+				return
+			}
+			<-ctx.Done()
+			cmd.Process.Signal(os.Interrupt)
+			if err := cmd.Wait(); err != nil {
+				cmdErr = fmt.Errorf("%v\n%s", err, out.Bytes())
+			}
+		})
+		if cmdErr != nil {
+			t.Fatalf("the attacking process: %v", cmdErr)
+		}
+		share := 100 * during.rate() / baseline.rate()
+		shares = append(shares, fmt.Sprintf("%.0f%%", share))
+		best = max(best, share)
+		if share >= minSlowBodiesShare {
+			break
+		}
+		// The connections the server still holds of the attacker that
+		// left are closed after the header timeout.
+		time.Sleep(serverReadHeaderTimeout)
+	}
+	after := e.measureHonest(attackWindow)
+	t.Logf("4,200 slow bodies from one client in another process: honest appends at %s of the baseline of each round during; %.1f/s after",
+		strings.Join(shares, ", "), after.rate())
+	if best < minSlowBodiesShare {
+		t.Errorf("honest appends during the slow bodies: %s of the baseline in %d rounds (want at least %d%% in one)", strings.Join(shares, ", "), len(shares), minSlowBodiesShare)
+	}
+	if after.n == 0 || len(after.errs) > 0 {
+		t.Errorf("after the slow bodies: %d appends, errors %v", after.n, firstErr(after.errs))
+	}
+}
+
+// TestSlowBodiesAttacker is the attacking process of
+// TestSlowBodiesHonestShare: 4,200 slow bodies from 127.0.0.9, each
+// started again 2 s after the server ended it, until interrupted. It does
+// nothing when run on its own.
+func TestSlowBodiesAttacker(t *testing.T) {
+	addr := os.Getenv(slowBodiesAddrEnv)
+	if addr == "" {
+		t.Skip("the attacking process of TestSlowBodiesHonestShare")
+	}
+	if _, err := raiseNoFile(8000); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	slowBodiesFrom(ctx, 9, 4200, addr, 2*time.Second)
 }
