@@ -75,8 +75,8 @@ func slowBodiesFrom(ctx context.Context, host, n int, addr string, redial time.D
 // (more than the 4,096 body-reading slots everyone shares), and every
 // event-stream slot taken (64 streams from the runtime's own address on
 // its workflow, and the rest from 18 other loopback addresses) while a
-// runtime executes a step, which must still connect to its stream. The
-// figures go to docs/SECURITY.md.
+// runtime executes a step, which must still connect to its stream; then
+// every attack at once. The figures go to docs/SECURITY.md.
 func TestClientAttacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("abuse test: skipped in -short mode")
@@ -165,6 +165,49 @@ func TestClientAttacks(t *testing.T) {
 	e.figures = append(e.figures, fig)
 	if after.n == 0 || len(after.errs) > 0 {
 		t.Errorf("after the streams closed: %d appends, errors %v", after.n, firstErr(after.errs))
+	}
+
+	// Every attack above at once, with floods of oversized bodies and of
+	// streams on workflows that do not exist.
+	big := bytes.Repeat([]byte("x"), 200<<10)
+	oversized := &statusCounts{m: map[string]int{}}
+	var cut int64
+	during = e.attack(t, "every attack at once", baseline, func() {
+		n := 0
+		for host := 10; host < 28; host++ {
+			for range 64 {
+				c, status, err := subscribe(host, addr, e.honest[host%len(e.honest)].wf, 0)
+				if err != nil || status != 200 {
+					break
+				}
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
+				n++
+			}
+		}
+		t.Logf("the attacker holds %d streams", n)
+	}, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		wg.Add(3)
+		go func() { defer wg.Done(); cut = slowBodiesFrom(ctx, 9, 4200, addr, 2*time.Second) }()
+		go func() { defer wg.Done(); flood(ctx, 8, e.sp.url, func(int) []byte { return big }, oversized) }()
+		go func() { defer wg.Done(); unknownStreams(ctx, addr, eventStreams) }()
+		wg.Wait()
+	})
+	mu.Lock()
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	mu.Unlock()
+	after = e.measureHonest(attackWindow)
+	fig = fmt.Sprintf("every attack at once (4,200 slow bodies from one client reopened every 2s, every stream slot 18 clients may take, oversized bodies from 8 clients, 1,000 unknown-workflow streams): honest appends %.0f%% of baseline during, %.0f%% after (%d bodies ended by the server; oversized answers %v)",
+		share(during), share(after), cut, oversized.m)
+	t.Log(fig)
+	e.figures = append(e.figures, fig)
+	if after.n == 0 || len(after.errs) > 0 {
+		t.Errorf("after every attack at once: %d appends, errors %v", after.n, firstErr(after.errs))
 	}
 	t.Log("summary:\n" + strings.Join(e.figures, "\n"))
 }
