@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"net/http"
 	"runtime"
 	"sync"
 	"time"
@@ -23,7 +24,9 @@ import (
 //
 // So the listener judges each new connection by its client (the client
 // key of clients.go) before the HTTP server sees it: while the client
-// holds its whole budget of bodies being read, its new connection is held
+// holds its whole budget of bodies being read (counting, as bodies, its
+// connections passed on that have not sent a byte yet: a burst of them
+// all arrive before any has taken a slot), its new connection is held
 // unread (no goroutine, no read, no answer: an open file and a few bytes),
 // passed on once one of the client's bodies is done, and closed unread
 // after HoldTimeout (the header timeout: a held connection's client sees
@@ -44,9 +47,11 @@ type gateListener struct {
 	done chan struct{} // closed once the listener failed or was closed
 	err  error         // set before done is closed
 
-	mu   sync.Mutex
-	held []heldConn // guarded by mu; oldest first
-	kick chan struct{}
+	mu    sync.Mutex
+	held  []heldConn        // guarded by mu; oldest first
+	fresh map[string]int    // guarded by mu: connections passed on that have read nothing yet, per client
+	addrs map[string]string // guarded by mu: the client of each of them, by remote address
+	kick  chan struct{}
 }
 
 type heldConn struct {
@@ -57,7 +62,8 @@ type heldConn struct {
 
 func newGateListener(ln net.Listener, cl *clients, max int, wait time.Duration, limit int) *gateListener {
 	g := &gateListener{Listener: ln, cl: cl, max: max, wait: wait, limit: limit,
-		out: make(chan net.Conn), done: make(chan struct{}), kick: make(chan struct{}, 1)}
+		out: make(chan net.Conn), done: make(chan struct{}), kick: make(chan struct{}, 1),
+		fresh: map[string]int{}, addrs: map[string]string{}}
 	go g.accept()
 	go g.release()
 	return g
@@ -73,12 +79,52 @@ func (g *gateListener) Accept() (net.Conn, error) {
 	}
 }
 
-// pass hands c to the HTTP server.
-func (g *gateListener) pass(c net.Conn) {
+// free is how many more bodies key may start: its budget less the bodies
+// it has being read and the connections passed on that have not sent a
+// byte yet (each may be one more body). g.mu must be held.
+func (g *gateListener) free(key string) int {
+	return g.max - g.cl.reading.count(key) - g.fresh[key]
+}
+
+// pass hands c, a connection of key, to the HTTP server.
+func (g *gateListener) pass(c net.Conn, key string) {
+	addr := c.RemoteAddr().String()
+	g.mu.Lock()
+	g.fresh[key]++
+	g.addrs[addr] = key
+	g.mu.Unlock()
 	select {
 	case g.out <- c:
 	case <-g.done:
+		g.started(addr)
 		c.Close()
+	}
+}
+
+// started counts the connection from addr as no longer fresh.
+func (g *gateListener) started(addr string) {
+	g.mu.Lock()
+	key, ok := g.addrs[addr]
+	if ok {
+		delete(g.addrs, addr)
+		if g.fresh[key]--; g.fresh[key] <= 0 {
+			delete(g.fresh, key)
+		}
+	}
+	g.mu.Unlock()
+	if ok {
+		select {
+		case g.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// connState is the HTTP server's ConnState hook: a connection that read
+// the first byte of its request, or closed, is no longer fresh.
+func (g *gateListener) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateNew {
+		g.started(c.RemoteAddr().String())
 	}
 }
 
@@ -101,8 +147,11 @@ func (g *gateListener) accept() {
 		}
 		backoff = 0
 		key := connKeyOf(c)
-		if g.cl.reading.count(key) < g.max {
-			g.pass(c)
+		g.mu.Lock()
+		free := g.free(key)
+		g.mu.Unlock()
+		if free > 0 {
+			g.pass(c, key)
 			// Let the connections just passed on reach their request (and
 			// take their reading slots) before the next one is judged.
 			runtime.Gosched()
@@ -137,7 +186,7 @@ func (g *gateListener) release() {
 			return
 		}
 		for left := true; left; {
-			var pass []net.Conn
+			var pass []heldConn
 			avail := map[string]int{} // bodies each client may still start
 			g.mu.Lock()
 			now := time.Now()
@@ -145,7 +194,7 @@ func (g *gateListener) release() {
 			for _, h := range g.held {
 				n, ok := avail[h.key]
 				if !ok {
-					n = g.max - g.cl.reading.count(h.key)
+					n = g.free(h.key)
 				}
 				switch {
 				case now.Sub(h.at) > g.wait:
@@ -153,7 +202,7 @@ func (g *gateListener) release() {
 				case n > 0:
 					// As many as the client has slots free, so that one
 					// freed slot does not let all of them through.
-					pass = append(pass, h.c)
+					pass = append(pass, h)
 					n--
 				default:
 					keep = append(keep, h)
@@ -164,8 +213,8 @@ func (g *gateListener) release() {
 			g.held = keep
 			left = len(keep) > 0
 			g.mu.Unlock()
-			for _, c := range pass {
-				g.pass(c)
+			for _, h := range pass {
+				g.pass(h.c, h.key)
 			}
 			if left {
 				select {
