@@ -19,7 +19,7 @@ import (
 // thus fills the Go scheduler's run queue with hundreds of connection
 // goroutines, and every step of an honest append (the sequencer, the
 // commit, the answer) waits behind all of them: measured, 408 runnable
-// goroutines on average and 0.3–1.4 s per honest append on two cores,
+// goroutines on average and 0.1–1.4 s per honest append on two cores,
 // though the server used only what CPU the machine gave it.
 //
 // So the listener judges each new connection by its client (the client
@@ -28,9 +28,10 @@ import (
 // connections passed on that have not sent a byte yet: a burst of them
 // all arrive before any has taken a slot), its new connection is held
 // unread (no goroutine, no read, no answer: an open file and a few bytes),
-// passed on once one of the client's bodies is done, and closed unread
-// after HoldTimeout (the header timeout: a held connection's client sees
-// a server slow to read its request, then a close). Connections of every
+// passed on once one of the client's bodies is done (one for each slot
+// freed), and closed unread after the header timeout (ReadHeaderTimeout:
+// a held connection's client sees a server slow to read its request,
+// then a close). Connections of every
 // other client pass at once. At most MaxReading connections are held; past
 // that a new one of a client at its budget is closed at once.
 
