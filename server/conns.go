@@ -187,7 +187,7 @@ func (g *gateListener) release() {
 			return
 		}
 		for left := true; left; {
-			var pass []heldConn
+			var pass, drop []heldConn
 			avail := map[string]int{} // bodies each client may still start
 			g.mu.Lock()
 			now := time.Now()
@@ -199,7 +199,12 @@ func (g *gateListener) release() {
 				}
 				switch {
 				case now.Sub(h.at) > g.wait:
-					h.c.Close()
+					drop = append(drop, h)
+				case n > 0 && peerGone(h.c):
+					// Its client closed it meanwhile (an attacker that
+					// left leaves thousands): serving it would cost a
+					// goroutine and a read for nothing.
+					drop = append(drop, h)
 				case n > 0:
 					// As many as the client has slots free, so that one
 					// freed slot does not let all of them through.
@@ -214,6 +219,9 @@ func (g *gateListener) release() {
 			g.held = keep
 			left = len(keep) > 0
 			g.mu.Unlock()
+			for _, h := range drop {
+				h.c.Close()
+			}
 			for _, h := range pass {
 				g.pass(h.c, h.key)
 			}
