@@ -49,6 +49,13 @@ func (c *keyCount) take(key string, max int) bool {
 	return true
 }
 
+// count is what key holds now.
+func (c *keyCount) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
 func (c *keyCount) release(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -98,6 +98,11 @@ func serveAll(ctx context.Context, ln net.Listener, servers []*Server, h http.Ha
 	}
 	defer func() { wstop(); wg.Wait() }()
 	hs := newHTTPServer(servers, h, opts)
+	// A client at its body budget has its new connections held unread
+	// (conns.go).
+	gate := newGateListener(ln, servers[0].cl, servers[0].opts.MaxReadingPerAddr, hs.ReadHeaderTimeout, servers[0].opts.MaxReading)
+	hs.ConnState = gate.connState
+	ln = gate
 	hs.RegisterOnShutdown(func() {
 		// Streams never go idle by themselves: end them.
 		for _, s := range servers {

@@ -79,7 +79,10 @@ type Options struct {
 	// MaxReadingPerAddr caps the append bodies one client (an IPv4
 	// address, an IPv6 /64) may have being read at once, across every log
 	// of the process (default MaxReading/64, at least 4): slow bodies from
-	// one client cannot take the slots everyone shares.
+	// one client cannot take the slots everyone shares. While a client
+	// holds all of its own, Serve holds its new connections unread (at
+	// most MaxReading of them) until one of its bodies is done, or for the
+	// header timeout (conns.go).
 	MaxReadingPerAddr int
 	// BodyTimeout bounds reading one append's body (default 5s).
 	BodyTimeout time.Duration
