@@ -54,7 +54,9 @@ func serveCommand() *cli.Command {
    GET  /v1/proof/consistency?from=&to=    a consistency proof
    GET  /v1/roots/{size}             the tree's root at a size
    GET  /v1/bundle/{id}[?workflow=1] a bundle for custody verify (or /v1/bundle?index=N)
+   GET  /v1/workflows                the workflows, newest first (?before=&limit=, at most 100)
    GET  /v1/workflows/{id}           a workflow's entries
+   GET  /v1/workflows/{id}/replay    replay's report of a workflow, with its bundle
    GET  /v1/workflows/{id}/events    new entries of a workflow, streamed
    GET  /v1/keys/{keyid}/seq         a key's binding and next seq
    GET  /v1/approvals                receipts held for approval now (?approver=NAME, ?workflow=ID;
