@@ -12,6 +12,7 @@ import (
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
+	"github.com/custodylog/custody/verify"
 )
 
 // EntryDoc turns a ledger entry into its wire form.
@@ -212,21 +213,32 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "workflow must be 1 or 0")
 		return
 	}
-	b, err := s.l.ProveAt(index, whole, s.provingHead(index))
+	_, raw, ok := s.proveBundle(w, r, index, whole, s.provingHead(index))
+	if !ok {
+		return
+	}
+	s.writeLarge(w, release, "application/json", append(raw, '\n'))
+}
+
+// proveBundle builds the bundle of the entry at index (its whole workflow
+// when whole) under head and its JSON, or answers the error and reports
+// false: 413 for a bundle over the ledger's limit.
+func (s *Server) proveBundle(w http.ResponseWriter, r *http.Request, index uint64, whole bool, head ledger.Head) (*verify.Bundle, []byte, bool) {
+	b, err := s.l.ProveAt(index, whole, head)
 	if errors.Is(err, ledger.ErrTooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, err.Error())
-		return
+		return nil, nil, false
 	}
 	if err != nil {
 		s.readError(w, r, err)
-		return
+		return nil, nil, false
 	}
 	raw, err := b.Marshal()
 	if err != nil {
 		s.readError(w, r, err)
-		return
+		return nil, nil, false
 	}
-	s.writeLarge(w, release, "application/json", append(raw, '\n'))
+	return b, raw, true
 }
 
 // onlyOnce returns f, made to run at most once.

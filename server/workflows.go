@@ -2,13 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/replay"
 	"github.com/custodylog/custody/server/api"
 )
@@ -114,18 +112,8 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request) {
 		}
 		last = before
 	}
-	b, err := s.l.ProveAt(last, true, head)
-	if errors.Is(err, ledger.ErrTooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, err.Error())
-		return
-	}
-	if err != nil {
-		s.readError(w, r, err)
-		return
-	}
-	raw, err := b.Marshal()
-	if err != nil {
-		s.readError(w, r, err)
+	b, raw, ok := s.proveBundle(w, r, last, true, head)
+	if !ok {
 		return
 	}
 	rep, err := replay.Build(b, s.l.VerifierKey(), replay.Options{})
