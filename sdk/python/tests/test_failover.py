@@ -4,8 +4,8 @@ machines) keeps its steps fail-closed through a leader kill: no step runs
 before its pending receipt is durable and verified, every step's outcome is
 recorded (through the follower once it takes the lease), and with both
 servers dead a step never runs. A leader that is frozen (paused) does not
-hold the clients' appends until their timeout: they move to the server that
-takes over.
+hold the clients' appends or reads until their timeout: they move to the
+server that takes over.
 
 Needs CUSTODY_TEST_PG (scripts/python.sh starts a throwaway cluster); it
 skips without it on a dev machine, and fails in CI."""
@@ -141,3 +141,73 @@ async def test_a_frozen_leader_does_not_hold_the_clients(pg_log) -> None:
     assert took_sync < 10, f"the Client waited {took_sync:.1f} s on the frozen leader"
     await ac.aclose()
     sc.close()
+
+
+async def test_a_frozen_leader_does_not_hold_reads(pg_log) -> None:
+    """The leader is paused (SIGSTOP) and reads of each kind (entry,
+    statement, bundle, verified bundle, workflow, log info, approval) are
+    sent, each by a fresh AsyncClient and a fresh Client given the leader's
+    URL first: each waits stall_wait, finds the leader's own /readyz silent
+    too, and is answered by the other server, which takes over the lease,
+    instead of waiting out its 30 s timeout on the frozen one."""
+    info, servers, name, admin_key = pg_log
+    leader = next(s for s in servers if any("role=leader" in line for line in s.log))
+    follower = next(s for s in servers if s is not leader)
+    urls = [f"{leader.url}/logs/{name}", f"{follower.url}/logs/{name}"]
+    key = info["verifier_key"]
+    setup = custody.AsyncClient(urls, log_key=key)
+    admin = custody.Runtime(setup, admin_key, name=info["admin_name"])
+    alice_key, agent_key = custody.generate_key(), custody.generate_key()
+    await admin.append_or_raise({"type": "PRINCIPAL", "principal_id": "p_alice", "op": "enroll", "name": "user:alice",
+                                 "public_key": alice_key.public_key_base64})
+    alice = custody.Runtime(setup, alice_key, name="user:alice")
+    confirm = await alice.confirm(id="confirm_read", workflow="wf_read", grantee="agent:read", grantee_key=agent_key.public_key,
+                                  targets=["t/*"], capabilities=["act"], ttl_seconds=600)
+    await setup.aclose()
+
+    async def answer_async(read, c):
+        try:
+            return await read(c)
+        except custody.HTTPError as e:  # the server's answer, as an error (asserted below)
+            return e
+
+    def answer_sync(read, c):
+        try:
+            return read(c)
+        except custody.HTTPError as e:
+            return e
+
+    reads = {
+        "entry": (lambda c: c.entry(confirm.index), lambda r: r.statement["confirm_id"] == "confirm_read"),
+        "statement": (lambda c: c.statement("confirm_read"), lambda r: r.index == confirm.index),
+        "bundle": (lambda c: c.bundle("confirm_read"), lambda r: r.get("subject") == confirm.index),
+        "verify_bundle": (lambda c: c.verify_bundle("confirm_read"), lambda r: r.valid),
+        "workflow": (lambda c: c.workflow("wf_read"), lambda r: [e.index for e in r] == [confirm.index]),
+        "log": (lambda c: c.log(), lambda r: r["origin"] == info["origin"]),
+        # A receipt never held: the server's 404 is still its answer.
+        "approval": (lambda c: c.approval("r_never_held"), lambda r: isinstance(r, custody.HTTPError) and r.status == 404),
+    }
+    took: dict[str, float] = {}
+    assert leader.proc is not None
+    leader.proc.send_signal(signal.SIGSTOP)
+    try:
+        for what, (read, good) in reads.items():
+            ac = custody.AsyncClient(urls, log_key=key, timeout=30)
+            t0 = time.monotonic()
+            r = await answer_async(read, ac)
+            took["async " + what] = time.monotonic() - t0
+            assert took["async " + what] < 10, f"async {what}: held {took['async ' + what]:.1f} s by the frozen leader"
+            assert good(r), f"async {what}: {r}"
+            assert ac.url == urls[1], f"async {what}: answered by {ac.url}, the frozen leader (its log: {leader.log[-5:]}; the other's: {follower.log[-5:]})"
+            await ac.aclose()
+            sc = custody.Client(urls, log_key=key, timeout=30)
+            t0 = time.monotonic()
+            r = await asyncio.to_thread(answer_sync, read, sc)
+            took["sync " + what] = time.monotonic() - t0
+            assert took["sync " + what] < 10, f"sync {what}: held {took['sync ' + what]:.1f} s by the frozen leader"
+            assert good(r), f"sync {what}: {r}"
+            assert sc.url == urls[1], f"sync {what}: answered by {sc.url}, the frozen leader (its log: {leader.log[-5:]}; the other's: {follower.log[-5:]})"
+            sc.close()
+    finally:
+        leader.proc.send_signal(signal.SIGCONT)
+    print("read times with the leader frozen:", ", ".join(f"{k} {v:.2f} s" for k, v in took.items()))

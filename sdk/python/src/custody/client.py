@@ -172,10 +172,13 @@ class _Req:
     body: Optional[bytes] = None
     limit: int = MAX_DOC
     timeout: Optional[float] = None
-    #: With several servers: every stall_wait without an answer, ask the
-    #: others who leads, and give up on this server (_MovedOn) once another
-    #: does.
-    watch: bool = False
+    #: With several servers, what the driver does every stall_wait without
+    #: an answer (see _Core._stall_probes and _Core._stalled): "leader" (an
+    #: append) asks the others who leads and gives up on this server
+    #: (_MovedOn) once another does; "alive" (a read) asks this server's
+    #: /readyz and gives up on it (_Frozen) when that has no answer either.
+    #: "": not watched.
+    watch: str = ""
 
 
 @dataclass
@@ -183,6 +186,10 @@ class _MovedOn:
     """A stalled request was given up: another server of the list leads."""
 
     leader: str
+
+
+class _Frozen(Exception):
+    """A stalled read was given up: its server does not answer /readyz either (frozen or cut off)."""
 
 
 @dataclass
@@ -293,6 +300,23 @@ class _Core:
                 return leader
         return ""
 
+    def _stall_probes(self, req: _Req) -> list[int]:
+        """The servers whose /readyz a stalled request asks: the others (an append), or its own (a read)."""
+        if req.watch == "alive":
+            return [req.server]
+        return [j for j in range(len(self.servers)) if j != req.server]
+
+    def _stalled(self, req: _Req, answers: Mapping[int, bytes]) -> Union[None, _MovedOn, _Frozen]:
+        """What the /readyz answers that came within stall_wait (by server) mean for a stalled
+        request: keep waiting (None), or give it up (_MovedOn: another server leads; _Frozen: a
+        read's server answers nothing). A slow but live server is left alone."""
+        if req.watch == "alive":
+            if req.server in answers:
+                return None
+            return _Frozen(f"{self.servers[req.server]} gives no answer in {self.stall_wait} s, nor to /readyz (frozen or cut off)")
+        leader = self._pick_leader(req.server, [self._readyz_leader(self.servers[j], b) for j, b in sorted(answers.items())])
+        return _MovedOn(leader) if leader else None
+
     def open_checkpoint(self, text: str) -> Checkpoint:
         """Verifies a signed checkpoint by the log's keys and returns its content (raises UnverifiedError)."""
         hit = self._checkpoints.get(text)
@@ -310,21 +334,29 @@ class _Core:
     # --- flows -------------------------------------------------------------
 
     def _get(self, path: str, limit: int = MAX_DOC) -> Flow:
+        """GETs path and returns the body of a 200 answer. With several servers, a transport
+        failure or a 503 moves on to the next one, and so does a server that gives no answer in
+        stall_wait and does not answer /readyz either (frozen or cut off); after each round of
+        the list a pause (0.1 s doubling to 1 s) and another, until failover_wait has passed (a
+        follower answers 503 while it takes over a dead leader's lease)."""
+        start = time.monotonic()
         n = len(self.servers)
         attempt = 0
+        pause = 0.1
         while True:
             i = self._cur % n
-            last = attempt + 1 >= n
-            r = yield _Req("GET", i, path, limit=limit)
-            if isinstance(r, BaseException):
+            round_end = (attempt + 1) % n == 0
+            more = n > 1 and self.failover_wait > 0 and time.monotonic() - start < self.failover_wait
+            last = round_end and not more
+            r = yield _Req("GET", i, path, limit=limit, watch="alive" if not last and self.stall_wait > 0 else "")
+            if isinstance(r, BaseException) or (r.status == 503 and not last):
                 if last:
                     raise HTTPError(0, "", f"GET {path}: {r}") from r
                 self._next(i)
                 attempt += 1
-                continue
-            if r.status == 503 and not last:
-                self._next(i)
-                attempt += 1
+                if round_end:
+                    yield _Sleep(pause)
+                    pause = min(2 * pause, 1.0)
                 continue
             if r.status != 200:
                 raise _http_error(r)
@@ -341,7 +373,7 @@ class _Core:
         while True:
             i = self._cur % n
             more = attempt < self.retries or (n > 1 and self.failover_wait > 0 and time.monotonic() - start < self.failover_wait)
-            r = yield _Req("POST", i, path, body, limit=MAX_ANSWER, watch=n > 1 and self.stall_wait > 0)
+            r = yield _Req("POST", i, path, body, limit=MAX_ANSWER, watch="leader" if n > 1 and self.stall_wait > 0 else "")
             if isinstance(r, _MovedOn):
                 # Server i gave no answer in stall_wait and another leads:
                 # go there now (resending is safe: the ledger answers the
@@ -658,8 +690,11 @@ class Client(_Core):
     follow the sequencer through a failover, reads go to any. An append that
     has no answer after ``stall_wait`` seconds (default 1.0; 0 turns it off)
     asks the other servers' ``/readyz`` who leads, and goes there if another
-    does, as often as it stalls: a frozen or cut-off leader does not hold it
-    until ``timeout``, and a slow but live one is left alone.
+    does, as often as it stalls; a read asks its own server's ``/readyz``
+    and, if that has no answer in ``stall_wait`` either, goes to the next
+    server. So a frozen or cut-off server does not hold a call until
+    ``timeout``, and a slow but live one is left alone. Reads go round the
+    list, a pause apart, for up to ``failover_wait``.
     """
 
     def __init__(self, url: Union[str, Sequence[str]], log_key: str, *, http: Optional[httpx.Client] = None, **options: Any) -> None:
@@ -679,8 +714,8 @@ class Client(_Core):
         if not req.watch:
             return self._send(req)
         # The request runs in a thread of its own, so that this one can ask
-        # the other servers who leads while it waits; an abandoned request
-        # ends by itself (its answer, if any, is dropped).
+        # the servers' /readyz while it waits; an abandoned request ends by
+        # itself (its answer, if any, is dropped).
         box: list[tuple[Any, Optional[BaseException]]] = []
         done = threading.Event()
 
@@ -693,32 +728,31 @@ class Client(_Core):
 
         threading.Thread(target=send, daemon=True).start()
         while not done.wait(self.stall_wait):
-            leader = self._leader_elsewhere(req.server)
-            if leader and not done.is_set():
-                return _MovedOn(leader)
+            given_up = self._stalled(req, self._readyz(self._stall_probes(req)))
+            if given_up is not None and not done.is_set():
+                return given_up
         r, err = box[0]
         if err is not None:
             raise err
         return r
 
-    def _leader_elsewhere(self, i: int) -> str:
-        """Asks every server but i (at once, for at most stall_wait) who leads."""
-        found = [""] * len(self.servers)
+    def _readyz(self, servers: Sequence[int]) -> dict[int, bytes]:
+        """Asks these servers' /readyz at once; the answers that came within stall_wait, by server."""
+        found: list[Optional[bytes]] = [None] * len(servers)
 
-        def ask(j: int) -> None:
+        def ask(k: int) -> None:
             try:
-                r = self._http.get(self.servers[j] + "/readyz", timeout=self.stall_wait)
-                found[j] = self._readyz_leader(self.servers[j], r.content)
+                found[k] = self._http.get(self.servers[servers[k]] + "/readyz", timeout=self.stall_wait).content
             except httpx.HTTPError:
                 pass
 
-        threads = [threading.Thread(target=ask, args=(j,), daemon=True) for j in range(len(self.servers)) if j != i]
+        threads = [threading.Thread(target=ask, args=(k,), daemon=True) for k in range(len(servers))]
         for t in threads:
             t.start()
         deadline = time.monotonic() + self.stall_wait
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
-        return self._pick_leader(i, list(found))
+        return {j: b for j, b in zip(servers, list(found)) if b is not None}
 
     def _send(self, req: _Req) -> Union[_Resp, BaseException]:
         try:
@@ -831,23 +865,23 @@ class AsyncClient(_Core):
             done, _ = await asyncio.wait({task}, timeout=self.stall_wait)
             if done:
                 return task.result()
-            leader = await self._leader_elsewhere(req.server)
-            if leader and not task.done():
+            given_up = self._stalled(req, await self._readyz(self._stall_probes(req)))
+            if given_up is not None and not task.done():
                 task.cancel()
-                return _MovedOn(leader)
+                return given_up
 
-    async def _leader_elsewhere(self, i: int) -> str:
-        """Asks every server but i (at once, for at most stall_wait) who leads."""
+    async def _readyz(self, servers: Sequence[int]) -> dict[int, bytes]:
+        """Asks these servers' /readyz at once; the answers that came within stall_wait, by server."""
 
-        async def ask(j: int) -> str:
+        async def ask(j: int) -> Optional[bytes]:
             try:
                 r = await asyncio.wait_for(self._http.get(self.servers[j] + "/readyz", timeout=self.stall_wait), self.stall_wait)
-                return self._readyz_leader(self.servers[j], r.content)
+                return r.content
             except (httpx.HTTPError, asyncio.TimeoutError):
-                return ""
+                return None
 
-        found = await asyncio.gather(*(ask(j) for j in range(len(self.servers)) if j != i))
-        return self._pick_leader(i, found)
+        found = await asyncio.gather(*(ask(j) for j in servers))
+        return {j: b for j, b in zip(servers, found) if b is not None}
 
     async def _send(self, req: _Req) -> Union[_Resp, BaseException]:
         try:
