@@ -105,6 +105,26 @@ async def test_runtime_fails_closed_through_a_leader_kill(pg_log) -> None:
         await cl.aclose()
 
 
+def _freeze(proc) -> None:
+    """SIGSTOP proc and wait until every one of its threads has stopped:
+    kill returns before they have, and on a loaded machine a thread still
+    running can answer a request sent just after the signal."""
+    proc.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        states = []
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:
+                continue  # a thread that ended
+            states.append(stat[stat.rindex(")") + 2])
+        if states and all(st in "Tt" for st in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {proc.pid} did not stop within 10 s of SIGSTOP")
+
+
 def _enroll(admin_key: custody.PrivateKey, admin_name: str, origin: str, seq: int, who: str) -> bytes:
     st = {"type": "PRINCIPAL", "principal_id": "p_" + who, "op": "enroll", "name": "user:" + who,
           "public_key": custody.generate_key().public_key_base64, "timestamp": custody.format_time(),
@@ -125,7 +145,7 @@ async def test_a_frozen_leader_does_not_hold_the_clients(pg_log) -> None:
     sc = custody.Client(urls, log_key=info["verifier_key"], timeout=30)
     seq = (await ac.key_seq(admin_key.key_id))["next_seq"]
     assert leader.proc is not None
-    leader.proc.send_signal(signal.SIGSTOP)
+    _freeze(leader.proc)
     try:
         t0 = time.monotonic()
         r = await ac.append(_enroll(admin_key, info["admin_name"], ac.origin, seq, "frozen_async"))
@@ -189,7 +209,7 @@ async def test_a_frozen_leader_does_not_hold_reads(pg_log) -> None:
     }
     took: dict[str, float] = {}
     assert leader.proc is not None
-    leader.proc.send_signal(signal.SIGSTOP)
+    _freeze(leader.proc)
     try:
         for what, (read, good) in reads.items():
             ac = custody.AsyncClient(urls, log_key=key, timeout=30)
