@@ -2,9 +2,8 @@
 // ledger returns (and so everything an agent wrote) is written with
 // textContent or as an attribute value, never parsed as markup.
 
-import { keyId, signStatement, hex } from "./sign.js";
+import { keyId, hex, appendSigned, refusal } from "./sign.js";
 
-const approvalType = "application/vnd.custody.approval.v1+json";
 
 // The passkey this browser signs with (its public file, no secret), kept
 // in localStorage.
@@ -49,30 +48,21 @@ async function decide(h, decision, reason, out) {
   const undecided = () => { if (li && li.dataset.decided === "pending") delete li.dataset.decided; };
   try {
     if (!signer) throw new Error("choose your passkey first");
-    const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
     const rnd = hex(crypto.getRandomValues(new Uint8Array(8)));
-    const doc = {
-      actor: signer.name, approval_id: "apr_" + rnd, decision, log: info.origin,
-      receipt_ref: h.receipt_id, receipt_sha256: h.receipt_sha256, seq: ks.next_seq,
-      timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"), type: "APPROVAL", workflow_id: h.workflow_id,
+    const fields = {
+      approval_id: "apr_" + rnd, decision, receipt_ref: h.receipt_id, receipt_sha256: h.receipt_sha256,
+      workflow_id: h.workflow_id,
     };
-    if (reason) doc.reason = reason;
-    const env = await signStatement(signer.passkey, signer.keyid, approvalType, doc);
-    const r = await fetch(new URL("v1/entries", api), {
-      method: "POST", body: env, credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-    });
-    const text = await r.text();
-    let body = {};
-    try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
-    if (!r.ok) {
+    if (reason) fields.reason = reason;
+    const a = await appendSigned(signer, "APPROVAL", fields);
+    if (!a.ok) {
       out.className = "error";
-      out.textContent = "the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") + (body.reason_code || body.code || "") + ": " + (body.reason || body.error || "");
+      out.textContent = refusal(a);
       undecided();
       return;
     }
     out.className = "answer";
-    out.textContent = "the ledger answered " + r.status + " " + (body.verdict || "") + " at index " + (body.index ?? "?");
+    out.textContent = "the ledger answered " + a.status + " " + (a.body.verdict || "") + " at index " + (a.body.index ?? "?");
     decided(li);
   } catch (e) {
     out.className = "error";
@@ -90,27 +80,13 @@ function decided(li) {
   for (const b of li.querySelectorAll("button")) b.disabled = true;
 }
 
-// signAndAppend has the signer's passkey sign doc (its header filled in
-// here) and appends it; it returns the ledger's answer as a sentence.
-async function signAndAppend(kind, payloadType, doc) {
+// signAndAppend has the signer's passkey sign a statement of kind made of
+// fields and appends it; it returns the ledger's answer as a sentence.
+async function signAndAppend(kind, fields) {
   if (!signer) throw new Error("choose your passkey first");
-  const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
-  Object.assign(doc, {
-    actor: signer.name, log: info.origin, seq: ks.next_seq, type: kind,
-    timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
-  });
-  const env = await signStatement(signer.passkey, signer.keyid, payloadType, doc);
-  const r = await fetch(new URL("v1/entries", api), {
-    method: "POST", body: env, credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-  });
-  const text = await r.text();
-  let body = {};
-  try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
-  if (!r.ok) {
-    throw new Error("the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") + (body.reason_code || body.code || "") + ": " + (body.reason || body.error || ""));
-  }
-  return "the ledger answered " + r.status + " " + (body.verdict || "") + " at index " + (body.index ?? "?");
+  const a = await appendSigned(signer, kind, fields);
+  if (!a.ok) throw new Error(refusal(a));
+  return "the ledger answered " + a.status + " " + (a.body.verdict || "") + " at index " + (a.body.index ?? "?");
 }
 
 async function stopWorkflow(ev) {
@@ -122,7 +98,7 @@ async function stopWorkflow(ev) {
     const wf = document.getElementById("stop-workflow").value.trim();
     if (!wf) throw new Error("name the workflow");
     const rnd = hex(crypto.getRandomValues(new Uint8Array(8)));
-    out.textContent = await signAndAppend("STOP", "application/vnd.custody.stop.v1+json", {
+    out.textContent = await signAndAppend("STOP", {
       request_id: "stop_" + rnd, workflow_id: wf, stop_scope: "chain",
       takeover_mode: document.getElementById("stop-mode").value,
       reason: document.getElementById("stop-reason").value.trim() || "stopped from the console",

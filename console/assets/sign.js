@@ -5,6 +5,7 @@
 // envelope's sig. The server never sees a key.
 
 import { canonicalize, statementBytes, pae, payloadType, passkeyChallenge, parsePasskey, toBase64 } from "./sdk.js";
+import { api, getJSON } from "./api.js";
 
 export function b64url(bytes) {
   return toBase64(new Uint8Array(bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -53,4 +54,31 @@ export async function signStatement(passkey, keyid, type, doc) {
     signature: b64url(r.signature),
   });
   return canonicalize({ payload: toBase64(payload), payloadType: type, signatures: [{ keyid, sig: toBase64(new TextEncoder().encode(sig)) }] });
+}
+
+// appendSigned has signer's passkey sign a statement of kind made of
+// fields and the header it fills in here (actor, log, seq, type,
+// timestamp), appends it, and returns the ledger's answer: { status, ok,
+// body, doc }. A body that is not JSON is kept as its reason.
+export async function appendSigned(signer, kind, fields) {
+  const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + signer.keyid + "/seq")]);
+  const doc = Object.assign({}, fields, {
+    actor: signer.name, log: info.origin, seq: ks.next_seq, type: kind,
+    timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+  });
+  const env = await signStatement(signer.passkey, signer.keyid, payloadType(kind), doc);
+  const r = await fetch(new URL("v1/entries", api), {
+    method: "POST", body: env, credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+  });
+  const text = await r.text();
+  let body = {};
+  try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
+  return { status: r.status, ok: r.ok, body, doc };
+}
+
+// refusal is the sentence for an answer that did not accept the statement.
+export function refusal(a) {
+  const b = a.body;
+  return "the ledger answered " + a.status + ": " + (b.verdict ? b.verdict + " " : "") + (b.reason_code || b.code || "") + ": " + (b.reason || b.error || "");
 }

@@ -7,8 +7,8 @@
 // when the workflow's event stream says an entry was added. Stop, Resume
 // and Revoke are statements the person's passkey signs here. Everything an
 // agent wrote is set with textContent.
-import { verifyBundle, statementId, canonicalize, payloadType, KeySet, decodeBase64Strict } from "./sdk.js";
-import { signStatement, hex } from "./sign.js";
+import { verifyBundle, statementId, canonicalize, KeySet, decodeBase64Strict } from "./sdk.js";
+import { hex, appendSigned, refusal } from "./sign.js";
 import { currentPrincipal, mayStop, mayResume, mayRevoke } from "./principal.js";
 import { api, getJSON, el, status } from "./api.js";
 
@@ -287,24 +287,11 @@ async function act(kind, fields) {
   status(out, "muted", "waiting for your passkey…");
   try {
     if (!me) throw new Error("sign in, or choose your passkey file, on the console's first page");
-    const [info, ks] = await Promise.all([getJSON("v1/log"), getJSON("v1/keys/" + me.keyid + "/seq")]);
-    const doc = Object.assign({}, fields, {
-      actor: me.name, log: info.origin, seq: ks.next_seq, type: kind,
-      timestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
-    });
-    const env = await signStatement(me.passkey, me.keyid, payloadType(kind), doc);
-    const r = await fetch(new URL("v1/entries", api), {
-      method: "POST", body: env, credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-    });
-    const text = await r.text();
-    let body = {};
-    try { body = JSON.parse(text); } catch { body = { reason: text.trim() }; }
-    if (!r.ok || body.verdict !== "accepted") {
-      status(out, "error", "the ledger answered " + r.status + ": " + (body.verdict ? body.verdict + " " : "") +
-        (body.reason_code || body.code || "") + ": " + (body.reason || body.error || ""));
+    const a = await appendSigned(me, kind, fields);
+    if (!a.ok || a.body.verdict !== "accepted") {
+      status(out, "error", refusal(a));
     } else {
-      status(out, "answer", "the ledger answered " + r.status + " " + body.verdict + ": " + kind + " " + statementIdOf(kind, doc) + " at index " + body.index);
+      status(out, "answer", "the ledger answered " + a.status + " " + a.body.verdict + ": " + kind + " " + statementIdOf(kind, a.doc) + " at index " + a.body.index);
     }
     refresh();
   } catch (e) {
