@@ -51,12 +51,8 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wait, _, ok := uintParam(w, r, "wait", false)
+	wait, ok := waitParam(w, r)
 	if !ok {
-		return
-	}
-	if wait > api.MaxApprovalWait {
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait "+strconv.FormatUint(wait, 10)+" is above "+strconv.Itoa(api.MaxApprovalWait)+" ms")
 		return
 	}
 	known := r.Header.Get("If-None-Match")
@@ -171,12 +167,8 @@ func (s *Server) heldList(approver, wf string) (body []byte, etag string, next t
 // answers as soon as the receipt is no longer held, or after MS.
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	wait, _, ok := uintParam(w, r, "wait", false)
+	wait, ok := waitParam(w, r)
 	if !ok {
-		return
-	}
-	if wait > api.MaxApprovalWait {
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait "+strconv.FormatUint(wait, 10)+" is above "+strconv.Itoa(api.MaxApprovalWait)+" ms")
 		return
 	}
 	h, err := s.l.HeldReceipt(id, time.Now())
@@ -227,4 +219,19 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// waitParam reads the approvals' wait=MS parameter (0 when absent), or
+// answers 400 for one that is not a number or is above
+// api.MaxApprovalWait.
+func waitParam(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	wait, _, ok := uintParam(w, r, "wait", false)
+	if !ok {
+		return 0, false
+	}
+	if wait > api.MaxApprovalWait {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "wait "+strconv.FormatUint(wait, 10)+" is above "+strconv.Itoa(api.MaxApprovalWait)+" ms")
+		return 0, false
+	}
+	return wait, true
 }
