@@ -509,19 +509,39 @@ type pendingAnswer struct {
 	dupOf int // index into the batch of an identical submission, or -1
 }
 
-// process decides a batch and commits it in one transaction.
+// process decides a batch and commits it in one transaction: it checks
+// the sequencer may decide (begin), decides each submission in order on
+// the state the previous ones leave (decide), and hands the batch to its
+// commit (seal). Any step that cannot go on has already answered every
+// submitter and returns false.
 func (l *sequencer) process(batch []*request) {
 	l.wfx.job++
+	if !l.begin(batch) {
+		return
+	}
+	d := l.newDraft(batch)
+	for i, req := range batch {
+		if !l.decide(d, i, req) {
+			return
+		}
+	}
+	l.seal(d)
+}
+
+// begin makes the sequencer ready to decide batch: not failed, holding
+// the lease on a shared store, recovered from a batch in flight that
+// failed, and with the engine's cache trimmed when it has grown large.
+func (l *sequencer) begin(batch []*request) bool {
 	if f := l.failed.Load(); f != nil {
 		l.drain()
 		l.refuseAll(batch, *f)
-		return
+		return false
 	}
 	// On a shared store: only the lease holder decides, on the state the
 	// store holds under its epoch.
 	if err := l.takeLead(); err != nil {
 		l.refuseAll(batch, err)
-		return
+		return false
 	}
 	// If the batch in flight has already failed, recover before deciding
 	// anything on the state it left (without waiting if it is still running).
@@ -540,177 +560,222 @@ func (l *sequencer) process(batch []*request) {
 		// holds is committed: wait for the batch in flight.
 		if err := l.drain(); err != nil {
 			l.fail(batch, make([]pendingAnswer, len(batch)), err)
-			return
+			return false
 		}
 		l.engine.Committed()
 	}
+	return true
+}
+
+// draft is a batch being decided: its answers so far and what its
+// transaction will write.
+type draft struct {
+	batch     []*request
+	answers   []pendingAnswer
+	at        time.Time // one time for the whole batch
+	loggedAt  string    // at, as leaves carry it
+	next      uint64    // the index the next logged submission takes
+	seen      map[[32]byte]int
+	workflows map[string]bool     // the workflows its leaves join
+	wfNew     map[string][]uint64 // and their leaves in each
+	b         *storage.Batch
+	hashes    []merkle.Hash
+	known     *dedupBatch
+}
+
+func (l *sequencer) newDraft(batch []*request) *draft {
 	at := l.opts.Clock().UTC()
 	if at.Before(l.lastAt) {
 		at = l.lastAt // logged_at never goes backwards
 	}
-	next := l.next
-	loggedAt := statement.FormatLoggedAt(at) // one time for the whole batch
-	answers := make([]pendingAnswer, len(batch))
-	seen := make(map[[32]byte]int, len(batch))
-	workflows := map[string]bool{}
-	wfNew := map[string][]uint64{}
-	var (
-		b      = &storage.Batch{From: l.next}
-		hashes []merkle.Hash
-	)
-	known := l.prefetchDedup(batch)
-	for i, req := range batch {
-		if l.lead.lost() {
-			// The lease was lost while this batch was being decided: each
-			// read of the rest would wait on a store this server may no
-			// longer reach. Its submitters go to the next leader.
-			l.fail(batch, answers, l.lead.notLeader("it lost the lease while deciding"))
-			return
-		}
-		<-req.ready
-		a := &answers[i]
-		a.req, a.dupOf = req, -1
-		req.took = false
-		if req.refusal != nil {
-			a.err = req.refusal
-			continue
-		}
-		if req.raw {
-			b.Leaves = append(b.Leaves, req.data)
-			hashes = append(hashes, merkle.LeafHash(req.data))
-			a.res = &Result{Verdict: authority.Accepted, Index: next}
-			next++
-			continue
-		}
-		if j, ok := seen[req.hash]; ok {
-			if r := l.unverifiedRepeat(req); r != nil {
-				a.err = r
-				continue
-			}
-			a.dupOf = j
-			continue
-		}
-		if _, pending := l.inflightHash(req.hash); pending {
-			// A repeat of a submission whose commit is in flight: its
-			// decision is known only once that commit is. Wait for it.
-			if err := l.drain(); err != nil {
-				l.fail(batch, answers, err)
-				return
-			}
-		}
-		if prior, err := known.prior(l, req.hash); err != nil || prior != nil {
-			// A passkey repeat is recognised by payload and keyid, not
-			// signature bytes (DESIGN §1): its signature must still verify
-			// before it learns the first decision.
-			if r := l.unverifiedRepeat(req); err == nil && r != nil {
-				a.err = r
-				continue
-			}
-			a.res, a.err = prior, err
-			continue
-		}
-		d := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified,
-			Parsed: req.parsed, Stmt: req.stmt, ParseErr: req.parseErr}, next, at)
-		if err := l.engine.Err(); err != nil {
-			// The engine could not read its state: nothing in this batch may
-			// be logged. fail discards the engine's changes and reloads,
-			// after the batch in flight has finished.
-			l.drain()
-			l.fail(batch, answers, err)
-			return
-		}
-		if d.Verdict == authority.Denied && d.Code == authority.SeqMismatch && req.prev != nil {
-			if w := l.withdrawn(req, d.Statement); w != nil {
-				a.err = w
-				continue
-			}
-		}
-		var (
-			leafEnv []byte
-			link    authority.Link
-		)
-		switch d.Verdict {
-		case authority.Refused:
-			a.err = &authority.DecisionError{Verdict: d.Verdict, Code: d.Code, Reason: d.Reason}
-			continue
-		case authority.Accepted:
-			req.took = true
-			leafEnv = req.canon
-			link = l.engine.Link(next, at, d.Statement)
-			if wf := d.Statement.WorkflowID(); wf != "" {
-				workflows[wf] = true
-				wfNew[wf] = append(wfNew[wf], next)
-				if err := l.wfx.add(l, wf, next, link.PrevInWorkflow, d.Statement, loggedAt); err != nil {
-					l.drain()
-					l.fail(batch, answers, err)
-					return
-				}
-			}
-		case authority.Denied:
-			if !l.limiter.allow(d.SignerKey, at) {
-				a.err = refusal(authority.RateLimited, "key %s has had too many denials; this one was not logged (%s: %s)", d.SignerKey, d.Code, d.Reason)
-				continue
-			}
-			var doc *statement.DenialDoc
-			var err error
-			doc, leafEnv, err = l.denial(&d, req.env, next, at)
-			if e := l.engine.Err(); e != nil {
-				// The engine could not read the log key's record (a read
-				// ended by a lost lease, say): as after Decide, nothing of
-				// this batch may be logged.
-				l.drain()
-				l.fail(batch, answers, e)
-				return
-			}
-			if err != nil {
-				a.err = err
-				continue
-			}
-			l.engine.AcceptDenial(doc, next)
-			link = l.engine.Link(next, at, doc)
-			if doc.Workflow != "" {
-				workflows[doc.Workflow] = true
-				wfNew[doc.Workflow] = append(wfNew[doc.Workflow], next)
-				if err := l.wfx.add(l, doc.Workflow, next, link.PrevInWorkflow, doc, loggedAt); err != nil {
-					l.drain()
-					l.fail(batch, answers, err)
-					return
-				}
-			}
-		}
-		if err := l.engine.Err(); err != nil {
-			// A read of the links (the workflow's last entry) failed: the
-			// leaf would miss its link. Nothing of this batch is logged.
-			l.drain()
-			l.fail(batch, answers, err)
-			return
-		}
-		leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: loggedAt,
-			PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
-		if err != nil {
-			// The worker bounded the envelope's size, so this is a bug; the
-			// engine has already applied the decision, so the batch must go.
-			l.drain()
-			l.fail(batch, answers, fmt.Errorf("building leaf %d: %w", next, err))
-			return
-		}
-		b.Leaves = append(b.Leaves, leaf)
-		b.Dedup = append(b.Dedup, storage.Dedup{Hash: req.hash, Index: next})
-		hashes = append(hashes, merkle.LeafHash(leaf))
-		a.res = &Result{Verdict: d.Verdict, Index: next, Code: d.Code, Reason: d.Reason, Notes: d.Notes, Hold: d.Hold, Leaf: leaf}
-		seen[req.hash] = i
-		next++
+	return &draft{
+		batch:     batch,
+		answers:   make([]pendingAnswer, len(batch)),
+		at:        at,
+		loggedAt:  statement.FormatLoggedAt(at),
+		next:      l.next,
+		seen:      make(map[[32]byte]int, len(batch)),
+		workflows: map[string]bool{},
+		wfNew:     map[string][]uint64{},
+		b:         &storage.Batch{From: l.next},
+		known:     l.prefetchDedup(batch),
 	}
-	j := &job{answers: answers, n: len(hashes), hashes: seen, workflows: workflows, wfNew: wfNew,
+}
+
+// abandon ends a draft that cannot be logged: it waits for the batch in
+// flight, then fails every submission of this one (fail discards the
+// engine's changes and reloads). It returns false, for decide's callers.
+func (l *sequencer) abandon(d *draft, err error) bool {
+	l.drain()
+	l.fail(d.batch, d.answers, err)
+	return false
+}
+
+// decide decides the i-th submission of the draft: a refusal, a repeat
+// (of one in this batch, one in flight, or one committed), or a decision
+// of the engine that is logged. It returns false when the whole batch
+// failed and every submitter has its answer.
+func (l *sequencer) decide(d *draft, i int, req *request) bool {
+	if l.lead.lost() {
+		// The lease was lost while this batch was being decided: each
+		// read of the rest would wait on a store this server may no
+		// longer reach. Its submitters go to the next leader.
+		l.fail(d.batch, d.answers, l.lead.notLeader("it lost the lease while deciding"))
+		return false
+	}
+	<-req.ready
+	a := &d.answers[i]
+	a.req, a.dupOf = req, -1
+	req.took = false
+	if req.refusal != nil {
+		a.err = req.refusal
+		return true
+	}
+	if req.raw {
+		d.b.Leaves = append(d.b.Leaves, req.data)
+		d.hashes = append(d.hashes, merkle.LeafHash(req.data))
+		a.res = &Result{Verdict: authority.Accepted, Index: d.next}
+		d.next++
+		return true
+	}
+	if handled, ok := l.repeat(d, a, req); !ok || handled {
+		return ok
+	}
+	dec := l.engine.Decide(authority.Submission{Env: req.env, Verified: req.verified,
+		Parsed: req.parsed, Stmt: req.stmt, ParseErr: req.parseErr}, d.next, d.at)
+	if err := l.engine.Err(); err != nil {
+		// The engine could not read its state: nothing in this batch may
+		// be logged.
+		return l.abandon(d, err)
+	}
+	if dec.Verdict == authority.Denied && dec.Code == authority.SeqMismatch && req.prev != nil {
+		if w := l.withdrawn(req, dec.Statement); w != nil {
+			a.err = w
+			return true
+		}
+	}
+	var (
+		leafEnv []byte
+		link    authority.Link
+	)
+	switch dec.Verdict {
+	case authority.Refused:
+		a.err = &authority.DecisionError{Verdict: dec.Verdict, Code: dec.Code, Reason: dec.Reason}
+		return true
+	case authority.Accepted:
+		req.took = true
+		leafEnv = req.canon
+		link = l.engine.Link(d.next, d.at, dec.Statement)
+		if err := l.joinWorkflow(d, dec.Statement.WorkflowID(), link, dec.Statement); err != nil {
+			return l.abandon(d, err)
+		}
+	case authority.Denied:
+		if !l.limiter.allow(dec.SignerKey, d.at) {
+			a.err = refusal(authority.RateLimited, "key %s has had too many denials; this one was not logged (%s: %s)", dec.SignerKey, dec.Code, dec.Reason)
+			return true
+		}
+		doc, env, err := l.denial(&dec, req.env, d.next, d.at)
+		if e := l.engine.Err(); e != nil {
+			// The engine could not read the log key's record (a read
+			// ended by a lost lease, say): as after Decide, nothing of
+			// this batch may be logged.
+			return l.abandon(d, e)
+		}
+		if err != nil {
+			a.err = err
+			return true
+		}
+		leafEnv = env
+		l.engine.AcceptDenial(doc, d.next)
+		link = l.engine.Link(d.next, d.at, doc)
+		if err := l.joinWorkflow(d, doc.Workflow, link, doc); err != nil {
+			return l.abandon(d, err)
+		}
+	}
+	if err := l.engine.Err(); err != nil {
+		// A read of the links (the workflow's last entry) failed: the
+		// leaf would miss its link. Nothing of this batch is logged.
+		return l.abandon(d, err)
+	}
+	leaf, err := statement.MarshalLeaf(&statement.Leaf{Envelope: leafEnv, LoggedAt: d.loggedAt,
+		PrevInWorkflow: link.PrevInWorkflow, TrustHead: link.TrustHead})
+	if err != nil {
+		// The worker bounded the envelope's size, so this is a bug; the
+		// engine has already applied the decision, so the batch must go.
+		return l.abandon(d, fmt.Errorf("building leaf %d: %w", d.next, err))
+	}
+	d.b.Leaves = append(d.b.Leaves, leaf)
+	d.b.Dedup = append(d.b.Dedup, storage.Dedup{Hash: req.hash, Index: d.next})
+	d.hashes = append(d.hashes, merkle.LeafHash(leaf))
+	a.res = &Result{Verdict: dec.Verdict, Index: d.next, Code: dec.Code, Reason: dec.Reason, Notes: dec.Notes, Hold: dec.Hold, Leaf: leaf}
+	d.seen[req.hash] = i
+	d.next++
+	return true
+}
+
+// repeat answers a submission already decided: identical to one earlier
+// in this batch, or to one logged before (in flight or committed). It
+// reports whether the submission was handled, and ok false when the whole
+// batch failed.
+func (l *sequencer) repeat(d *draft, a *pendingAnswer, req *request) (handled, ok bool) {
+	if j, dup := d.seen[req.hash]; dup {
+		if r := l.unverifiedRepeat(req); r != nil {
+			a.err = r
+			return true, true
+		}
+		a.dupOf = j
+		return true, true
+	}
+	if _, pending := l.inflightHash(req.hash); pending {
+		// A repeat of a submission whose commit is in flight: its
+		// decision is known only once that commit is. Wait for it.
+		if err := l.drain(); err != nil {
+			l.fail(d.batch, d.answers, err)
+			return true, false
+		}
+	}
+	prior, err := d.known.prior(l, req.hash)
+	if err == nil && prior == nil {
+		return false, true
+	}
+	// A passkey repeat is recognised by payload and keyid, not signature
+	// bytes (DESIGN §1): its signature must still verify before it learns
+	// the first decision.
+	if r := l.unverifiedRepeat(req); err == nil && r != nil {
+		a.err = r
+		return true, true
+	}
+	a.res, a.err = prior, err
+	return true, true
+}
+
+// joinWorkflow records that the leaf about to be logged at d.next, a
+// statement of workflow wf (none when wf is empty), joins it: in the
+// draft and in the workflow index.
+func (l *sequencer) joinWorkflow(d *draft, wf string, link authority.Link, st statement.Statement) error {
+	if wf == "" {
+		return nil
+	}
+	d.workflows[wf] = true
+	d.wfNew[wf] = append(d.wfNew[wf], d.next)
+	return l.wfx.add(l, wf, d.next, link.PrevInWorkflow, st, d.loggedAt)
+}
+
+// seal hands a decided draft to its commit: it extends the tree and
+// gathers the transaction (prepare), waits for the previous batch's store
+// commit, and starts this one's, or answers at once when nothing is to be
+// logged.
+func (l *sequencer) seal(d *draft) {
+	batch, answers := d.batch, d.answers
+	j := &job{answers: answers, n: len(d.hashes), hashes: d.seen, workflows: d.workflows, wfNew: d.wfNew,
 		stored: make(chan struct{}), finished: make(chan struct{})}
-	if len(hashes) > 0 {
-		if err := l.prepare(j, b, hashes); err != nil {
+	if len(d.hashes) > 0 {
+		if err := l.prepare(j, d.b, d.hashes); err != nil {
 			if errors.Is(err, errTxnTooBig) {
 				l.split(batch, answers, err)
 				return
 			}
-			l.drain()
-			l.fail(batch, answers, err)
+			l.abandon(d, err)
 			return
 		}
 	}
@@ -723,8 +788,8 @@ func (l *sequencer) process(batch []*request) {
 		return
 	}
 	l.wfx.committed(l.wfx.job - 1)
-	l.next, l.lastAt = next, at
-	if len(hashes) == 0 {
+	l.next, l.lastAt = d.next, d.at
+	if len(d.hashes) == 0 {
 		// Answered with the published head, which must include every
 		// batch before: wait for them all.
 		if err := l.drain(); err != nil {
