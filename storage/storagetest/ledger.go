@@ -304,15 +304,7 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 			}
 		}
 		// Reopen: the same head, and the log goes on.
-		if err := w.L.Close(); err != nil {
-			t.Fatal(err)
-		}
-		l, err := ledger.Open(loc, ledger.Options{Clock: w.Clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.L = l
-		t.Cleanup(func() { l.Close() })
+		l := reopen(t, w, loc)
 		if h := l.Head(); h.Size != head.Size || h.Root != head.Root || !bytes.Equal(h.Checkpoint, head.Checkpoint) {
 			t.Fatalf("reopened head %d, want %d", h.Size, head.Size)
 		}
@@ -373,15 +365,7 @@ func Ledger(t *testing.T, newLocation func(t *testing.T) string) {
 		if wl := by["wf_list_09"]; wl.Stop == nil || wl.Stop.ID != "stop_list" || wl.Denials != 0 {
 			t.Fatalf("wf_list_09: %+v", wl)
 		}
-		if err := w.L.Close(); err != nil {
-			t.Fatal(err)
-		}
-		l, err := ledger.Open(loc, ledger.Options{Clock: w.Clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.L = l
-		t.Cleanup(func() { l.Close() })
+		l := reopen(t, w, loc)
 		check(l, 41)
 		w.Accept(sc.Alice, au.Confirm(sc.Alice, "c_late", testlog.NewGrant(sc.Booker, "wf_list_late", []string{"t/l"}, []string{"purchase"}, nil, nil, 3600)))
 		if by := check(l, 42); by["wf_list_late"].Position != 41 {
@@ -420,4 +404,20 @@ func ReplayEqualsState(t *testing.T, l *ledger.Ledger) {
 			t.Fatalf("state record %q: stored %s, replay %s", k, stored[k], v)
 		}
 	}
+}
+
+// reopen closes the world's ledger and opens it again at loc, as a
+// restarted server would, for the rest of the test.
+func reopen(t *testing.T, w *testlog.World, loc string) *ledger.Ledger {
+	t.Helper()
+	if err := w.L.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(loc, ledger.Options{Clock: w.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.L = l
+	t.Cleanup(func() { l.Close() })
+	return l
 }
