@@ -16,11 +16,6 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
-func init() {
-	register(approveCommand)
-	register(approvalsCommand)
-}
-
 func approveCommand() *cli.Command {
 	flags := append(authorFlags("key", "the approver's private key file (an enrolled principal a rule names)"),
 		&cli.StringFlag{Name: "receipt", Usage: "the id of the held pending receipt", Required: true},

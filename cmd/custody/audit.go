@@ -16,8 +16,6 @@ import (
 	"github.com/custodylog/custody/merkle"
 )
 
-func init() { register(auditCommand) }
-
 // ledgerFetcher serves a ledger's committed tiles and entry bundles in the
 // tlog-tiles layout, so that an audit of a data folder reads exactly what
 // an export would hold.

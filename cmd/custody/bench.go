@@ -17,8 +17,6 @@ import (
 	"github.com/custodylog/custody/ledger"
 )
 
-func init() { register(benchCommand) }
-
 // benchSubcommands are commands under `custody bench` that other files add
 // with registerBench (such as `custody bench serve`), so that `bench` is
 // one command however many files contribute to it.

@@ -95,10 +95,6 @@ Example:
 	}
 }
 
-// version is the module version the binary was built from.
-// version is the one version string (internal/version).
-func version() string { return buildversion.String() }
-
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",

@@ -17,8 +17,6 @@ import (
 	"github.com/custodylog/custody/internal/location"
 )
 
-func init() { register(gateCommand) }
-
 const gateExample = `{
   "tools": {
     "write_file": {"capability": "fs.write", "target": "fs/{path}",

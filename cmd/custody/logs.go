@@ -12,8 +12,6 @@ import (
 	"github.com/custodylog/custody/storage/pgstore"
 )
 
-func init() { register(logsCommand) }
-
 func logsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",

@@ -29,8 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -42,40 +40,8 @@ import (
 	"github.com/custodylog/custody/internal/exitcode"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/suggest"
-	"github.com/custodylog/custody/ledger"
-	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/internal/verifycli"
 )
-
-// Exit codes (the one table is package exitcode's).
-const (
-	exitOK          = exitcode.OK
-	exitError       = exitcode.Error
-	exitUsage       = exitcode.Usage
-	exitDenied      = exitcode.Denied
-	exitVerify      = exitcode.Verification
-	exitUnavailable = exitcode.Unavailable
-)
-
-// exitErr is an error that carries the process exit code it maps to.
-// quiet means the command already printed what the user needs (a denial
-// line, say), so run prints nothing more.
-type exitErr struct {
-	code  int
-	err   error
-	quiet bool
-}
-
-func (e *exitErr) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitErr) Unwrap() error { return e.err }
-
-// deniedErr is exit code 3 after the command printed the denial itself.
-func deniedErr() error { return &exitErr{code: exitDenied, quiet: true} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -152,15 +118,6 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// usageCmd records which command a usage error is about, for the hint.
-type usageCmd struct {
-	path string
-	err  error
-}
-
-func (u *usageCmd) Error() string { return u.err.Error() }
-func (u *usageCmd) Unwrap() error { return u.err }
-
 func usagePath(err error, args []string) string {
 	var u *usageCmd
 	if errors.As(err, &u) {
@@ -168,19 +125,6 @@ func usagePath(err error, args []string) string {
 	}
 	return "custody"
 }
-
-// oneLine keeps an error message on one line and escapes what a terminal
-// would interpret.
-func oneLine(s string) string {
-	return safeText(strings.TrimRight(s, "\n"))
-}
-
-// registered holds commands that files add with register in their init,
-// so that a new command is one new file.
-var registered []func() *cli.Command
-
-// register adds a command to every app newApp builds.
-func register(f func() *cli.Command) { registered = append(registered, f) }
 
 // newApp builds the command tree. It is built afresh for every run: urfave
 // keeps parsed flag values in the tree.
@@ -245,10 +189,17 @@ Example:
 			revokeCommand(),
 			demoCommand(),
 			versionCommand(),
+			approveCommand(),
+			approvalsCommand(),
+			auditCommand(),
+			benchCommand(),
+			gateCommand(),
+			logsCommand(),
+			replayCommand(),
+			serveCommand(),
+			verifycli.Command(),
+			watchCommand(),
 		},
-	}
-	for _, f := range registered {
-		app.Commands = append(app.Commands, f())
 	}
 	configure(app, "custody")
 	return app
@@ -306,11 +257,6 @@ func hasFlag(cmd *cli.Command, name string) bool {
 	return false
 }
 
-// usage is a usage error about the command c.
-func usage(c *cli.Command, format string, args ...any) error {
-	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
-}
-
 // commandNames lists c's visible subcommands.
 func commandNames(c *cli.Command) []string {
 	var out []string
@@ -320,20 +266,4 @@ func commandNames(c *cli.Command) []string {
 		}
 	}
 	return out
-}
-
-// unavailable reports whether err says the log could not decide now: a
-// server that cannot be reached or answers 503, a server or ledger that
-// does not sequence the log, or a database that is away.
-func unavailable(err error) bool {
-	var he *client.HTTPError
-	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true // refused, reset, timed out, no such host
-	}
-	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
-		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
 }

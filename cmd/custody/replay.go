@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
-	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/internal/workflowbundle"
 	"github.com/custodylog/custody/replay"
 )
-
-func init() { register(replayCommand) }
 
 // replaySource opens where c reads the workflow from (resolveLocation).
 func replaySource(c *cli.Command) (workflowbundle.Source, error) {
@@ -53,25 +48,6 @@ func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 		return nil, err
 	}
 	return workflowbundle.Ledger(l), nil
-}
-
-// verifierKeyArg reads the log's checkpoint verifier key given as a
-// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
-// after a checkpoint key rotation, the log's key set.
-func verifierKeyArg(c *cli.Command, flag string) (string, error) {
-	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
-	if flag == "log-key" {
-		arg, from = logKeyArg(c)
-		arg = strings.TrimSpace(arg)
-	}
-	if arg == "" {
-		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
-	}
-	k, err := verifycli.ReadKeySet(arg)
-	if err != nil {
-		return "", fmt.Errorf("%s %w", from, err)
-	}
-	return k, nil
 }
 
 // colorOK reports whether output to w may be coloured: a terminal, and
@@ -199,4 +175,3 @@ Example:
 
 // writeFileAtomic replaces path with data atomically and durably
 // (internal/durable), so path never holds a torn file.
-func writeFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

@@ -28,8 +28,6 @@ import (
 	"github.com/custodylog/custody/witness/cosign"
 )
 
-func init() { register(serveCommand) }
-
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",

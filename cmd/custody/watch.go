@@ -17,8 +17,6 @@ import (
 	"github.com/custodylog/custody/witness"
 )
 
-func init() { register(watchCommand) }
-
 func watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "watch",

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"github.com/custodylog/custody/internal/durable"
+	"github.com/custodylog/custody/internal/verifycli"
+	buildversion "github.com/custodylog/custody/internal/version"
+	"strings"
+
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/exitcode"
+	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/storage"
+)
+
+// Exit codes (the one table is package exitcode's).
+const (
+	exitOK          = exitcode.OK
+	exitError       = exitcode.Error
+	exitUsage       = exitcode.Usage
+	exitDenied      = exitcode.Denied
+	exitVerify      = exitcode.Verification
+	exitUnavailable = exitcode.Unavailable
+)
+
+// exitErr is an error that carries the process exit code it maps to.
+// quiet means the command already printed what the user needs (a denial
+// line, say), so run prints nothing more.
+type exitErr struct {
+	code  int
+	err   error
+	quiet bool
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitErr) Unwrap() error { return e.err }
+
+// deniedErr is exit code 3 after the command printed the denial itself.
+func deniedErr() error { return &exitErr{code: exitDenied, quiet: true} }
+
+// usageCmd records which command a usage error is about, for the hint.
+type usageCmd struct {
+	path string
+	err  error
+}
+
+func (u *usageCmd) Error() string { return u.err.Error() }
+func (u *usageCmd) Unwrap() error { return u.err }
+
+// oneLine keeps an error message on one line and escapes what a terminal
+// would interpret.
+func oneLine(s string) string {
+	return safeText(strings.TrimRight(s, "\n"))
+}
+
+// usage is a usage error about the command c.
+func usage(c *cli.Command, format string, args ...any) error {
+	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
+}
+
+// unavailable reports whether err says the log could not decide now: a
+// server that cannot be reached or answers 503, a server or ledger that
+// does not sequence the log, or a database that is away.
+func unavailable(err error) bool {
+	var he *client.HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true // refused, reset, timed out, no such host
+	}
+	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
+		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
+}
+
+// version is the module version the binary was built from.
+// version is the one version string (internal/version).
+func version() string { return buildversion.String() }
+
+// verifierKeyArg reads the log's checkpoint verifier key given as a
+// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
+// after a checkpoint key rotation, the log's key set.
+func verifierKeyArg(c *cli.Command, flag string) (string, error) {
+	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
+	if flag == "log-key" {
+		arg, from = logKeyArg(c)
+		arg = strings.TrimSpace(arg)
+	}
+	if arg == "" {
+		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
+	}
+	k, err := verifycli.ReadKeySet(arg)
+	if err != nil {
+		return "", fmt.Errorf("%s %w", from, err)
+	}
+	return k, nil
+}
+
+func writeFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }
