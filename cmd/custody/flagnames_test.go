@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/exitcode"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
 // walkFlags calls f for every flag of every command of the tree, with the
@@ -45,8 +47,8 @@ func flagHidden(fl cli.Flag) bool {
 // The old spellings (renamedFlags) are hidden.
 func TestFlagMeanings(t *testing.T) {
 	renamed := map[string]bool{}
-	for _, r := range renamedFlags {
-		renamed[r.command+" --"+r.old] = true
+	for _, r := range clikit.RenamedFlags {
+		renamed[r.Command+" --"+r.Old] = true
 	}
 	seen := map[string]int{}
 	walkFlags(newApp(nil, nil, nil), "custody", func(path string, fl cli.Flag) {

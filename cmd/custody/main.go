@@ -41,6 +41,17 @@ import (
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/suggest"
 	"github.com/custodylog/custody/internal/verifycli"
+
+	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/cmd/auditcmd"
+	"github.com/custodylog/custody/internal/cmd/authorcmd"
+	"github.com/custodylog/custody/internal/cmd/benchcmd"
+	"github.com/custodylog/custody/internal/cmd/democmd"
+	"github.com/custodylog/custody/internal/cmd/gatecmd"
+	"github.com/custodylog/custody/internal/cmd/keycmd"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
+	"github.com/custodylog/custody/internal/cmd/servecmd"
+	"github.com/custodylog/custody/internal/cmd/signcmd"
 )
 
 func main() {
@@ -67,31 +78,31 @@ func runApp(ctx context.Context, app *cli.Command, args []string) int {
 	stderr := app.ErrWriter
 	err := app.Run(ctx, args)
 	if err == nil {
-		return exitOK
+		return clikit.ExitOK
 	}
-	code, quiet := exitError, false
-	var ee *exitErr
+	code, quiet := clikit.ExitFail, false
+	var ee *clikit.ExitError
 	var coder interface{ ExitCode() int } // e.g. verifycli.ExitError
 	switch {
 	case errors.As(err, &ee):
-		code, quiet = ee.code, ee.quiet
+		code, quiet = ee.Code, ee.Quiet
 	case errors.As(err, &coder):
 		code = coder.ExitCode()
-	case unavailable(err):
-		code = exitUnavailable
+	case clikit.Unavailable(err):
+		code = clikit.ExitUnavailable
 	case errors.Is(err, client.ErrUnverified):
-		code = exitVerify
+		code = clikit.ExitVerify
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))
-		if code == exitUsage {
+		fmt.Fprintf(stderr, "custody: %s\n", clikit.OneLine(err.Error()))
+		if code == clikit.ExitUsage {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usagePath(err, args))
 		}
 		var wrote interface{ WroteJSON() bool } // verifycli.ExitError
 		if wantsJSON(args) && !(errors.As(err, &wrote) && wrote.WroteJSON()) {
 			// A script that asked for JSON reads standard output: the
 			// error is there too, as one object.
-			writeJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitcode.Kind(code)})
+			clikit.WriteJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitcode.Kind(code)})
 		}
 	}
 	return code
@@ -119,9 +130,9 @@ func wantsJSON(args []string) bool {
 }
 
 func usagePath(err error, args []string) string {
-	var u *usageCmd
+	var u *clikit.UsageCmd
 	if errors.As(err, &u) {
-		return u.path
+		return u.Path
 	}
 	return "custody"
 }
@@ -151,7 +162,7 @@ Example:
    custody demo                      # the whole story in one second
    custody init --dir ./custody-data --origin example.com/custody
    custody get --dir ./custody-data --index 0`,
-		Version:   version(),
+		Version:   clikit.Version(),
 		Reader:    stdin,
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -170,35 +181,35 @@ Example:
    custody completion fish > ~/.config/fish/completions/custody.fish`
 		},
 		Commands: []*cli.Command{
-			keyCommand(),
-			signCommand(),
-			scopeCommand(),
-			initCommand(),
-			appendCommand(),
-			getCommand(),
-			checkpointCommand(),
-			proofCommand(),
-			exportCommand(),
-			proveCommand(),
-			principalCommand(),
-			confirmCommand(),
-			delegateCommand(),
-			receiptCommand(),
-			stopCommand(),
-			resumeCommand(),
-			revokeCommand(),
-			demoCommand(),
-			versionCommand(),
-			approveCommand(),
-			approvalsCommand(),
-			auditCommand(),
-			benchCommand(),
-			gateCommand(),
-			logsCommand(),
-			replayCommand(),
-			serveCommand(),
+			keycmd.KeyCommand(),
+			signcmd.SignCommand(),
+			signcmd.ScopeCommand(),
+			ledgercmd.InitCommand(),
+			ledgercmd.AppendCommand(),
+			ledgercmd.GetCommand(),
+			ledgercmd.CheckpointCommand(),
+			ledgercmd.ProofCommand(),
+			ledgercmd.ExportCommand(),
+			ledgercmd.ProveCommand(),
+			authorcmd.PrincipalCommand(),
+			authorcmd.ConfirmCommand(),
+			authorcmd.DelegateCommand(),
+			authorcmd.ReceiptCommand(),
+			authorcmd.StopCommand(),
+			authorcmd.ResumeCommand(),
+			authorcmd.RevokeCommand(),
+			democmd.DemoCommand(),
+			democmd.VersionCommand(),
+			authorcmd.ApproveCommand(),
+			authorcmd.ApprovalsCommand(),
+			auditcmd.AuditCommand(),
+			benchcmd.BenchCommand(),
+			gatecmd.GateCommand(),
+			ledgercmd.LogsCommand(),
+			auditcmd.ReplayCommand(),
+			servecmd.ServeCommand(),
 			verifycli.Command(),
-			watchCommand(),
+			auditcmd.WatchCommand(),
 		},
 	}
 	configure(app, "custody")
@@ -210,18 +221,18 @@ Example:
 // (free text may hold commas), and a group without its own action rejects
 // an unknown subcommand.
 func configure(cmd *cli.Command, path string) {
-	addRenamedFlags(cmd, path)
+	clikit.AddRenamedFlags(cmd, path)
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
-		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
+		return &clikit.ExitError{Code: clikit.ExitUsage, Err: &clikit.UsageCmd{Path: path, Err: err}}
 	}
 	cmd.DisableSliceFlagSeparator = true
-	if kinds := locationKinds(cmd); len(kinds) > 0 {
+	if kinds := clikit.LocationKinds(cmd); len(kinds) > 0 {
 		if (slices.Contains(kinds, location.Store) || slices.Contains(kinds, location.Ledger)) && !hasFlag(cmd, "log") {
-			cmd.Flags = append(cmd.Flags, logFlag())
+			cmd.Flags = append(cmd.Flags, clikit.LogFlag())
 		}
-		heading := whereCategory(kinds)
+		heading := clikit.WhereCategory(kinds)
 		for _, f := range cmd.Flags {
-			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
+			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), clikit.LocCategory) {
 				cf.SetCategory(heading)
 			}
 		}
@@ -234,7 +245,7 @@ func configure(cmd *cli.Command, path string) {
 				if s := suggest.Closest(name, commandNames(c)); s != "" {
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
-				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: errors.New(msg)}}
+				return &clikit.ExitError{Code: clikit.ExitUsage, Err: &clikit.UsageCmd{Path: path, Err: errors.New(msg)}}
 			}
 			if c.Root() == c {
 				return cli.ShowRootCommandHelp(c)

@@ -22,6 +22,8 @@ import (
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
+
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 )
 
 func init() {
@@ -231,7 +233,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	// The ledger is closed and whole: it opens, and holds what bench wrote.
 	r = must(t, 0, "checkpoint", "--dir", data, "--json")
-	var cp checkpointInfo
+	var cp ledgercmd.CheckpointInfo
 	if err := json.Unmarshal([]byte(r.stdout), &cp); err != nil || cp.Size < uint64(res.Appends) {
 		t.Fatalf("after serve: %v %s", err, r.stdout)
 	}

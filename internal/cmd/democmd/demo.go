@@ -1,4 +1,4 @@
-package main
+package democmd
 
 import (
 	"context"
@@ -13,9 +13,11 @@ import (
 	"github.com/custodylog/custody/internal/demo"
 	"github.com/custodylog/custody/internal/location"
 	buildversion "github.com/custodylog/custody/internal/version"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
-func demoCommand() *cli.Command {
+func DemoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
 		Usage:     "run the quick-start story on a fresh ledger",
@@ -35,15 +37,15 @@ Example:
 
    custody demo --dir /tmp/custody-demo`,
 		Flags: []cli.Flag{
-			locFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
+			clikit.LocFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
 			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -62,7 +64,7 @@ Example:
 			start := time.Now()
 			rep, err := demo.Run(ctx, dir, lines)
 			if c.Bool("json") && rep != nil {
-				if jerr := writeJSON(w, rep); jerr != nil && err == nil {
+				if jerr := clikit.WriteJSON(w, rep); jerr != nil && err == nil {
 					err = jerr
 				}
 			}
@@ -95,7 +97,7 @@ Example:
 	}
 }
 
-func versionCommand() *cli.Command {
+func VersionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print the version",
@@ -110,14 +112,14 @@ same.
 Example:
 
    custody version --json`,
-		Flags: []cli.Flag{jsonFlag()},
+		Flags: []cli.Flag{clikit.JSONFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			info := buildversion.Get()
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, info)
+				return clikit.WriteJSON(c.Root().Writer, info)
 			}
 			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", info, info.Go)
 			if err == nil && info.Version == "(devel)" && info.Revision == "" {

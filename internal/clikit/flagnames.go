@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"context"
@@ -26,13 +26,13 @@ import (
 // keeps working for one release as a hidden alias of the new one, with a
 // warning on standard error.
 type renamedFlag struct {
-	command string // the command's full path, like "custody init"
-	old     string // the old spelling
+	Command string // the command's full path, like "custody init"
+	Old     string // the old spelling
 	new     string // the flag it now is
 }
 
 // renamedFlags are the spellings kept for one release.
-var renamedFlags = []renamedFlag{
+var RenamedFlags = []renamedFlag{
 	{"custody init", "log-key", "log-private-key"},
 	{"custody checkpoint", "key", "verifier-key"},
 	{"custody revoke", "target", "grant"},
@@ -41,10 +41,10 @@ var renamedFlags = []renamedFlag{
 // addRenamedFlags gives cmd (at path) the hidden old spellings of its
 // renamed flags, and a Before that warns about a typed old spelling and
 // moves its value to the new flag.
-func addRenamedFlags(cmd *cli.Command, path string) {
+func AddRenamedFlags(cmd *cli.Command, path string) {
 	var mine []renamedFlag
-	for _, r := range renamedFlags {
-		if r.command == path {
+	for _, r := range RenamedFlags {
+		if r.Command == path {
 			mine = append(mine, r)
 		}
 	}
@@ -63,9 +63,9 @@ func addRenamedFlags(cmd *cli.Command, path string) {
 		usage := fmt.Sprintf("deprecated: use --%s", r.new)
 		switch newFlag.(type) {
 		case *cli.BoolFlag:
-			cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: r.old, Hidden: true, Usage: usage})
+			cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: r.Old, Hidden: true, Usage: usage})
 		case *cli.StringFlag:
-			cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: r.old, Hidden: true, Usage: usage})
+			cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: r.Old, Hidden: true, Usage: usage})
 		default:
 			panic(fmt.Sprintf("%s: renamed flag --%s is not a string or boolean flag", path, r.new))
 		}
@@ -73,19 +73,19 @@ func addRenamedFlags(cmd *cli.Command, path string) {
 	before := cmd.Before
 	cmd.Before = func(ctx context.Context, c *cli.Command) (context.Context, error) {
 		for _, r := range mine {
-			if !c.IsSet(r.old) {
+			if !c.IsSet(r.Old) {
 				continue
 			}
 			if c.IsSet(r.new) {
-				return ctx, usage(c, "--%s and --%s are the same flag (--%s is its old spelling): give --%s", r.old, r.new, r.old, r.new)
+				return ctx, Usage(c, "--%s and --%s are the same flag (--%s is its old spelling): give --%s", r.Old, r.new, r.Old, r.new)
 			}
-			fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %s --%s is deprecated and goes in the next release: use --%s\n", strings.TrimPrefix(path, "custody "), r.old, r.new)
-			v := c.String(r.old)
-			if _, ok := lookupFlag(c, r.old).(*cli.BoolFlag); ok {
-				v = fmt.Sprint(c.Bool(r.old))
+			fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %s --%s is deprecated and goes in the next release: use --%s\n", strings.TrimPrefix(path, "custody "), r.Old, r.new)
+			v := c.String(r.Old)
+			if _, ok := lookupFlag(c, r.Old).(*cli.BoolFlag); ok {
+				v = fmt.Sprint(c.Bool(r.Old))
 			}
 			if err := c.Set(r.new, v); err != nil {
-				return ctx, usage(c, "--%s: %v", r.old, err)
+				return ctx, Usage(c, "--%s: %v", r.Old, err)
 			}
 		}
 		if before != nil {
@@ -110,8 +110,8 @@ func lookupFlag(c *cli.Command, name string) cli.Flag {
 // optionalLogKey reads --log-key or $CUSTODY_LOG_KEY, when given, as every
 // command reads it: the verifier key string, or a file holding it or the
 // log's key set. "" when neither is given.
-func optionalLogKey(c *cli.Command) (string, error) {
-	arg, from := logKeyArg(c)
+func OptionalLogKey(c *cli.Command) (string, error) {
+	arg, from := LogKeyArg(c)
 	if strings.TrimSpace(arg) == "" {
 		return "", nil
 	}

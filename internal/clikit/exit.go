@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"github.com/custodylog/custody/internal/durable"
@@ -21,59 +21,59 @@ import (
 
 // Exit codes (the one table is package exitcode's).
 const (
-	exitOK          = exitcode.OK
-	exitError       = exitcode.Error
-	exitUsage       = exitcode.Usage
+	ExitOK          = exitcode.OK
+	ExitFail        = exitcode.Error
+	ExitUsage       = exitcode.Usage
 	exitDenied      = exitcode.Denied
-	exitVerify      = exitcode.Verification
-	exitUnavailable = exitcode.Unavailable
+	ExitVerify      = exitcode.Verification
+	ExitUnavailable = exitcode.Unavailable
 )
 
 // exitErr is an error that carries the process exit code it maps to.
 // quiet means the command already printed what the user needs (a denial
 // line, say), so run prints nothing more.
-type exitErr struct {
-	code  int
-	err   error
-	quiet bool
+type ExitError struct {
+	Code  int
+	Err   error
+	Quiet bool
 }
 
-func (e *exitErr) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
 	}
-	return e.err.Error()
+	return e.Err.Error()
 }
 
-func (e *exitErr) Unwrap() error { return e.err }
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // deniedErr is exit code 3 after the command printed the denial itself.
-func deniedErr() error { return &exitErr{code: exitDenied, quiet: true} }
+func Denied() error { return &ExitError{Code: exitDenied, Quiet: true} }
 
 // usageCmd records which command a usage error is about, for the hint.
-type usageCmd struct {
-	path string
-	err  error
+type UsageCmd struct {
+	Path string
+	Err  error
 }
 
-func (u *usageCmd) Error() string { return u.err.Error() }
-func (u *usageCmd) Unwrap() error { return u.err }
+func (u *UsageCmd) Error() string { return u.Err.Error() }
+func (u *UsageCmd) Unwrap() error { return u.Err }
 
 // oneLine keeps an error message on one line and escapes what a terminal
 // would interpret.
-func oneLine(s string) string {
-	return safeText(strings.TrimRight(s, "\n"))
+func OneLine(s string) string {
+	return SafeText(strings.TrimRight(s, "\n"))
 }
 
 // usage is a usage error about the command c.
-func usage(c *cli.Command, format string, args ...any) error {
-	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
+func Usage(c *cli.Command, format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: &UsageCmd{Path: c.FullName(), Err: fmt.Errorf(format, args...)}}
 }
 
 // unavailable reports whether err says the log could not decide now: a
 // server that cannot be reached or answers 503, a server or ledger that
 // does not sequence the log, or a database that is away.
-func unavailable(err error) bool {
+func Unavailable(err error) bool {
 	var he *client.HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
 		return true
@@ -88,19 +88,19 @@ func unavailable(err error) bool {
 
 // version is the module version the binary was built from.
 // version is the one version string (internal/version).
-func version() string { return buildversion.String() }
+func Version() string { return buildversion.String() }
 
 // verifierKeyArg reads the log's checkpoint verifier key given as a
 // flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
 // after a checkpoint key rotation, the log's key set.
-func verifierKeyArg(c *cli.Command, flag string) (string, error) {
+func VerifierKeyArg(c *cli.Command, flag string) (string, error) {
 	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
 	if flag == "log-key" {
-		arg, from = logKeyArg(c)
+		arg, from = LogKeyArg(c)
 		arg = strings.TrimSpace(arg)
 	}
 	if arg == "" {
-		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
+		return "", Usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
 	}
 	k, err := verifycli.ReadKeySet(arg)
 	if err != nil {
@@ -109,4 +109,4 @@ func verifierKeyArg(c *cli.Command, flag string) (string, error) {
 	return k, nil
 }
 
-func writeFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }
+func WriteFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }
