@@ -11,9 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/internal/exitcode"
-
 	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/exitcode"
 )
 
 // walkFlags calls f for every flag of every command of the tree, with the
@@ -44,7 +43,7 @@ func flagHidden(fl cli.Flag) bool {
 // TestFlagMeanings holds every command to one meaning per flag name:
 // --log-key the log's public verifier key (string or file), --key a
 // private key file, --target a target identifier, --grant a grant id.
-// The old spellings (renamedFlags) are hidden.
+// The old spellings (clikit.RenamedFlags) are hidden.
 func TestFlagMeanings(t *testing.T) {
 	renamed := map[string]bool{}
 	for _, r := range clikit.RenamedFlags {

@@ -16,11 +16,10 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 // TestGateUsage: missing flags, a bad configuration and a non-loopback

@@ -15,11 +15,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 // wantLocations is every command that reads or writes a log, with the
@@ -78,7 +77,7 @@ func locValue(src string, k location.Kind) string {
 }
 
 // expectLocation is the rule, written out as the README and --help say
-// it, for the test to hold resolveLocation to.
+// it, for the test to hold clikit.ResolveLocation to.
 func expectLocation(kinds []location.Kind, typed []location.Kind, env map[string]string) (location.Location, bool) {
 	if len(typed) > 1 {
 		return location.Location{}, false

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
 	"github.com/custodylog/custody/storage/storagetest"
-
-	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 )
 
 // Many logs in one database, from the command line: init --log creates

@@ -7,8 +7,10 @@
 // ledger, merkle, verify), and what each command does in a package tested
 // on its own (internal/author, internal/submit, internal/location,
 // internal/serving, ...: docs/ARCHITECTURE.md, "Where the CLI reads and
-// writes"). This command defines the flags and their help, turns flags
-// into package calls, prints, and maps errors to exit codes.
+// writes"). The commands (their flags, help and actions) are packages of
+// their own, internal/cmd/... and internal/verifycli, made with
+// internal/clikit; this one lists them in one tree (newApp), applies the
+// tree-wide conventions (configure) and maps errors to exit codes (runApp).
 //
 // # Exit codes
 //
@@ -37,11 +39,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
-	"github.com/custodylog/custody/internal/exitcode"
-	"github.com/custodylog/custody/internal/location"
-	"github.com/custodylog/custody/internal/suggest"
-	"github.com/custodylog/custody/internal/verifycli"
-
 	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/cmd/auditcmd"
 	"github.com/custodylog/custody/internal/cmd/authorcmd"
@@ -52,6 +49,10 @@ import (
 	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/cmd/servecmd"
 	"github.com/custodylog/custody/internal/cmd/signcmd"
+	"github.com/custodylog/custody/internal/exitcode"
+	"github.com/custodylog/custody/internal/location"
+	"github.com/custodylog/custody/internal/suggest"
+	"github.com/custodylog/custody/internal/verifycli"
 )
 
 func main() {

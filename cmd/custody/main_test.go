@@ -16,16 +16,15 @@ import (
 
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/cmd/keycmd"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
+	"github.com/custodylog/custody/internal/cmd/signcmd"
 	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
-
-	"github.com/custodylog/custody/internal/clikit"
-	"github.com/custodylog/custody/internal/cmd/keycmd"
-	"github.com/custodylog/custody/internal/cmd/ledgercmd"
-	"github.com/custodylog/custody/internal/cmd/signcmd"
 )
 
 // result is one run of the tool.

@@ -11,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/custodylog/custody/canon"
-	"github.com/custodylog/custody/internal/testlog"
-
 	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/testlog"
 )
 
 // rogueDir holds the forged logs of issue 15 as files an auditor can run

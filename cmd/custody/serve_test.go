@@ -19,11 +19,10 @@ import (
 
 	"github.com/custodylog/custody/bench"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
-
-	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 )
 
 func init() {

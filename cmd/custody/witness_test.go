@@ -13,13 +13,12 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/witnesstest"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
 	"github.com/custodylog/custody/witness"
-
-	"github.com/custodylog/custody/internal/clikit"
-	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 )
 
 // TestWitnessCommands runs custody serve --witness-policy against real

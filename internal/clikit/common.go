@@ -16,21 +16,21 @@ func JSONFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
 }
 
-// writeJSON prints v as one indented JSON document, with every character
+// WriteJSON prints v as one indented JSON document, with every character
 // a terminal would act on escaped (textsafe.WriteJSON).
 func WriteJSON(w io.Writer, v any) error { return textsafe.WriteJSON(w, v) }
 
-// safeText returns s for a line of human output: dangerous runes and
+// SafeText returns s for a line of human output: dangerous runes and
 // invalid UTF-8 are escaped (\n, \u202e, \xff), everything else is kept.
 func SafeText(s string) string { return textsafe.Text(s) }
 
-// isTerminal reports whether w is a terminal.
+// IsTerminal reports whether w is a terminal.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progress draws a one-line progress indicator on a terminal, at most ten
+// Progress draws a one-line progress indicator on a terminal, at most ten
 // times a second. A nil *progress draws nothing.
 type Progress struct {
 	W     io.Writer
@@ -54,7 +54,7 @@ func (p *Progress) Clear() {
 	}
 }
 
-// args returns the command's positional arguments, requiring between min
+// Args returns the command's positional arguments, requiring between min
 // and max of them.
 func Args(c *cli.Command, min, max int, what string) ([]string, error) {
 	a := c.Args().Slice()
@@ -67,7 +67,7 @@ func Args(c *cli.Command, min, max int, what string) ([]string, error) {
 	return a, nil
 }
 
-// readInput reads a file, or standard input for "-".
+// ReadInput reads a file, or standard input for "-".
 func ReadInput(c *cli.Command, name string) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(c.Root().Reader)

@@ -1,20 +1,30 @@
+// Package clikit is what every custody command is made with: the exit
+// error that carries an exit code (ExitError, Usage, Denied), and how an
+// error maps to one (Unavailable); positional arguments, input files,
+// --json and a progress line; the location flags and how a command
+// resolves them and opens its log (package location's rule); the renamed
+// flags' old spellings; --log-key, --policy.
+//
+// The commands themselves live in the packages under internal/cmd (and
+// internal/verifycli); cmd/custody puts them in one tree (newApp), applies
+// the tree-wide conventions (configure) and turns the error a command
+// returns into an exit code and a message (runApp).
 package clikit
 
 import (
-	"github.com/custodylog/custody/internal/durable"
-	"github.com/custodylog/custody/internal/verifycli"
-	buildversion "github.com/custodylog/custody/internal/version"
-	"strings"
-
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/internal/exitcode"
+	"github.com/custodylog/custody/internal/verifycli"
+	buildversion "github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/storage"
 )
@@ -24,14 +34,14 @@ const (
 	ExitOK          = exitcode.OK
 	ExitFail        = exitcode.Error
 	ExitUsage       = exitcode.Usage
-	exitDenied      = exitcode.Denied
+	ExitDenied      = exitcode.Denied
 	ExitVerify      = exitcode.Verification
 	ExitUnavailable = exitcode.Unavailable
 )
 
-// exitErr is an error that carries the process exit code it maps to.
-// quiet means the command already printed what the user needs (a denial
-// line, say), so run prints nothing more.
+// ExitError is an error that carries the process exit code it maps to.
+// Quiet means the command already printed what the user needs (a denial
+// line, say), so custody's runApp prints nothing more.
 type ExitError struct {
 	Code  int
 	Err   error
@@ -47,10 +57,10 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// deniedErr is exit code 3 after the command printed the denial itself.
-func Denied() error { return &ExitError{Code: exitDenied, Quiet: true} }
+// Denied is exit code 3 after the command printed the denial itself.
+func Denied() error { return &ExitError{Code: ExitDenied, Quiet: true} }
 
-// usageCmd records which command a usage error is about, for the hint.
+// UsageCmd records which command a usage error is about, for the hint.
 type UsageCmd struct {
 	Path string
 	Err  error
@@ -59,18 +69,18 @@ type UsageCmd struct {
 func (u *UsageCmd) Error() string { return u.Err.Error() }
 func (u *UsageCmd) Unwrap() error { return u.Err }
 
-// oneLine keeps an error message on one line and escapes what a terminal
+// OneLine keeps an error message on one line and escapes what a terminal
 // would interpret.
 func OneLine(s string) string {
 	return SafeText(strings.TrimRight(s, "\n"))
 }
 
-// usage is a usage error about the command c.
+// Usage is a usage error about the command c.
 func Usage(c *cli.Command, format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: &UsageCmd{Path: c.FullName(), Err: fmt.Errorf(format, args...)}}
 }
 
-// unavailable reports whether err says the log could not decide now: a
+// Unavailable reports whether err says the log could not decide now: a
 // server that cannot be reached or answers 503, a server or ledger that
 // does not sequence the log, or a database that is away.
 func Unavailable(err error) bool {
@@ -86,11 +96,10 @@ func Unavailable(err error) bool {
 		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
 }
 
-// version is the module version the binary was built from.
-// version is the one version string (internal/version).
+// Version is the one version string (internal/version).
 func Version() string { return buildversion.String() }
 
-// verifierKeyArg reads the log's checkpoint verifier key given as a
+// VerifierKeyArg reads the log's checkpoint verifier key given as a
 // flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
 // after a checkpoint key rotation, the log's key set.
 func VerifierKeyArg(c *cli.Command, flag string) (string, error) {
@@ -109,4 +118,6 @@ func VerifierKeyArg(c *cli.Command, flag string) (string, error) {
 	return k, nil
 }
 
+// WriteFileAtomic replaces path with data atomically and durably
+// (internal/durable), so path never holds a torn file.
 func WriteFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

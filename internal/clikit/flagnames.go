@@ -22,27 +22,27 @@ import (
 // (--admin-key, --log-private-key, --new-key, --tls-key). TestFlagMeanings
 // holds every command to this.
 
-// renamedFlag is a flag spelling that changed meaning: the old spelling
+// RenamedFlag is a flag spelling that changed meaning: the old spelling
 // keeps working for one release as a hidden alias of the new one, with a
 // warning on standard error.
-type renamedFlag struct {
+type RenamedFlag struct {
 	Command string // the command's full path, like "custody init"
 	Old     string // the old spelling
-	new     string // the flag it now is
+	New     string // the flag it now is
 }
 
-// renamedFlags are the spellings kept for one release.
-var RenamedFlags = []renamedFlag{
+// RenamedFlags are the spellings kept for one release.
+var RenamedFlags = []RenamedFlag{
 	{"custody init", "log-key", "log-private-key"},
 	{"custody checkpoint", "key", "verifier-key"},
 	{"custody revoke", "target", "grant"},
 }
 
-// addRenamedFlags gives cmd (at path) the hidden old spellings of its
+// AddRenamedFlags gives cmd (at path) the hidden old spellings of its
 // renamed flags, and a Before that warns about a typed old spelling and
 // moves its value to the new flag.
 func AddRenamedFlags(cmd *cli.Command, path string) {
-	var mine []renamedFlag
+	var mine []RenamedFlag
 	for _, r := range RenamedFlags {
 		if r.Command == path {
 			mine = append(mine, r)
@@ -55,19 +55,19 @@ func AddRenamedFlags(cmd *cli.Command, path string) {
 		var newFlag cli.Flag
 		for _, f := range cmd.Flags {
 			for _, n := range f.Names() {
-				if n == r.new {
+				if n == r.New {
 					newFlag = f
 				}
 			}
 		}
-		usage := fmt.Sprintf("deprecated: use --%s", r.new)
+		usage := fmt.Sprintf("deprecated: use --%s", r.New)
 		switch newFlag.(type) {
 		case *cli.BoolFlag:
 			cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: r.Old, Hidden: true, Usage: usage})
 		case *cli.StringFlag:
 			cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: r.Old, Hidden: true, Usage: usage})
 		default:
-			panic(fmt.Sprintf("%s: renamed flag --%s is not a string or boolean flag", path, r.new))
+			panic(fmt.Sprintf("%s: renamed flag --%s is not a string or boolean flag", path, r.New))
 		}
 	}
 	before := cmd.Before
@@ -76,15 +76,15 @@ func AddRenamedFlags(cmd *cli.Command, path string) {
 			if !c.IsSet(r.Old) {
 				continue
 			}
-			if c.IsSet(r.new) {
-				return ctx, Usage(c, "--%s and --%s are the same flag (--%s is its old spelling): give --%s", r.Old, r.new, r.Old, r.new)
+			if c.IsSet(r.New) {
+				return ctx, Usage(c, "--%s and --%s are the same flag (--%s is its old spelling): give --%s", r.Old, r.New, r.Old, r.New)
 			}
-			fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %s --%s is deprecated and goes in the next release: use --%s\n", strings.TrimPrefix(path, "custody "), r.Old, r.new)
+			fmt.Fprintf(c.Root().ErrWriter, "custody: warning: %s --%s is deprecated and goes in the next release: use --%s\n", strings.TrimPrefix(path, "custody "), r.Old, r.New)
 			v := c.String(r.Old)
 			if _, ok := lookupFlag(c, r.Old).(*cli.BoolFlag); ok {
 				v = fmt.Sprint(c.Bool(r.Old))
 			}
-			if err := c.Set(r.new, v); err != nil {
+			if err := c.Set(r.New, v); err != nil {
 				return ctx, Usage(c, "--%s: %v", r.Old, err)
 			}
 		}
@@ -107,7 +107,7 @@ func lookupFlag(c *cli.Command, name string) cli.Flag {
 	return nil
 }
 
-// optionalLogKey reads --log-key or $CUSTODY_LOG_KEY, when given, as every
+// OptionalLogKey reads --log-key or $CUSTODY_LOG_KEY, when given, as every
 // command reads it: the verifier key string, or a file holding it or the
 // log's key set. "" when neither is given.
 func OptionalLogKey(c *cli.Command) (string, error) {

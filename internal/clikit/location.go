@@ -20,12 +20,12 @@ import (
 // urfave Sources): that is how an exported variable used to beat a typed
 // flag, or clash with it.
 
-// locCategory groups the location flags in --help and marks them for
-// locationKinds; configure replaces it with the rule as it applies to each
-// command (whereCategory), which keeps the prefix.
+// LocCategory groups the location flags in --help and marks them for
+// LocationKinds; cmd/custody's configure replaces it with the rule as it
+// applies to each command (WhereCategory), which keeps the prefix.
 const LocCategory = "WHERE"
 
-// whereCategory is the heading of a command's location flags in --help:
+// WhereCategory is the heading of a command's location flags in --help:
 // the rule, for the kinds the command takes.
 func WhereCategory(kinds []location.Kind) string {
 	var envs []string
@@ -48,7 +48,7 @@ func WhereCategory(kinds []location.Kind) string {
 	return s + ")"
 }
 
-// locFlag makes the flag of a location kind; usageText overrides the
+// LocFlag makes the flag of a location kind; usageText overrides the
 // kind's usual sentence when not empty.
 func LocFlag(k location.Kind, usageText string) cli.Flag {
 	f := &cli.StringFlag{Name: string(k), Category: LocCategory, TakesFile: k != location.Ledger && k != location.Store}
@@ -70,8 +70,8 @@ func LocFlag(k location.Kind, usageText string) cli.Flag {
 	return f
 }
 
-// logFlag is --log, which names one log of a store or server; configure
-// gives it to every command that takes --store or --ledger.
+// LogFlag is --log, which names one log of a store or server; cmd/custody's
+// configure gives it to every command that takes --store or --ledger.
 func LogFlag() cli.Flag {
 	return &cli.StringFlag{Name: "log", Usage: "with --store or --ledger: the `NAME` of the log, among the logs of one database or server (custody logs lists them; $" + location.LogEnv + "; default: the default log)"}
 }
@@ -88,16 +88,16 @@ func logArg(c *cli.Command) (name, from string) {
 	return "", ""
 }
 
-// dirFlag is --dir.
+// DirFlag is --dir.
 func DirFlag() cli.Flag { return LocFlag(location.Dir, "") }
 
-// logKeyFlag is --log-key, the verifier key that answers from a server,
+// LogKeyFlag is --log-key, the verifier key that answers from a server,
 // a bundle or an export are checked against.
 func LogKeyFlag(usageText string) cli.Flag {
 	return &cli.StringFlag{Name: "log-key", Usage: usageText + " ($" + location.LogKeyEnv + ")", TakesFile: true}
 }
 
-// locationKinds returns the kinds of location c takes, in its flags'
+// LocationKinds returns the kinds of location c takes, in its flags'
 // order.
 func LocationKinds(c *cli.Command) []location.Kind {
 	var out []location.Kind
@@ -109,7 +109,7 @@ func LocationKinds(c *cli.Command) []location.Kind {
 	return out
 }
 
-// resolveLocation decides where c reads and writes (package location's
+// ResolveLocation decides where c reads and writes (package location's
 // rule), from the location flags typed and --log.
 func ResolveLocation(c *cli.Command) (location.Location, error) {
 	r := location.Request{Kinds: LocationKinds(c), Typed: map[location.Kind]string{}, Getenv: os.Getenv}
@@ -127,13 +127,13 @@ func ResolveLocation(c *cli.Command) (location.Location, error) {
 	return loc, err
 }
 
-// logKeyArg returns the verifier key typed with --log-key, or else
+// LogKeyArg returns the verifier key typed with --log-key, or else
 // $CUSTODY_LOG_KEY, and what said so; "" when neither.
 func LogKeyArg(c *cli.Command) (value, from string) {
 	return location.LogKeyArg(c.String("log-key"), c.IsSet("log-key"), os.Getenv)
 }
 
-// openLedgerAt opens the ledger of a data folder or store location. The
+// OpenLedgerAt opens the ledger of a data folder or store location. The
 // log key may be passphrase-protected; the passphrase comes from
 // $CUSTODY_PASSPHRASE or the terminal.
 //
@@ -145,7 +145,7 @@ func OpenLedgerAt(c *cli.Command, loc location.Location, readOnly bool) (*ledger
 	return OpenLedgerAtWith(c, loc, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerAtWith is openLedgerAt with options (serve's reserve and
+// OpenLedgerAtWith is OpenLedgerAt with options (serve's reserve and
 // ballast).
 func OpenLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options) (*ledger.Ledger, error) {
 	if loc.Kind != location.Dir && loc.Kind != location.Store {
@@ -165,13 +165,13 @@ func OpenLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options
 	return l, nil
 }
 
-// openLedger resolves c's location and opens its ledger (readOnly for a
+// OpenLedger resolves c's location and opens its ledger (readOnly for a
 // command that only reads); the location must be a data folder or a store.
 func OpenLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
 	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerWith is openLedger with options.
+// openLedgerWith is OpenLedger with options.
 func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
 	loc, err := ResolveLocation(c)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/custodylog/custody/verify"
 )
 
-// logStore is what the authoring and reading commands need of a log: the
+// LogStore is what the authoring and reading commands need of a log: the
 // ledger in a data folder (*ledger.Ledger), or a server reached with
 // --ledger (remotelog.Log), so that each command reads the same either way.
 type LogStore interface {
@@ -48,19 +48,19 @@ func remoteFlags() []cli.Flag {
 	}
 }
 
-// withRemote returns flags with --store and the remote flags after the
+// WithRemote returns flags with --store and the remote flags after the
 // first one (--dir).
 func WithRemote(flags ...cli.Flag) []cli.Flag {
 	return append(append(append(flags[:1:1], LocFlag(location.Store, "")), remoteFlags()...), flags[1:]...)
 }
 
-// openStore opens the log where c reads and writes (resolveLocation): a
+// OpenStore opens the log where c reads and writes (ResolveLocation): a
 // server, a store or a data folder.
 func OpenStore(ctx context.Context, c *cli.Command) (LogStore, error) {
 	return openStoreMode(ctx, c, false)
 }
 
-// openStoreRO is openStore for the commands that only read.
+// OpenStoreRO is OpenStore for the commands that only read.
 func OpenStoreRO(ctx context.Context, c *cli.Command) (LogStore, error) {
 	return openStoreMode(ctx, c, true)
 }

@@ -9,13 +9,13 @@ import (
 	"github.com/custodylog/custody/witness"
 )
 
-// policyFlag is --policy: a witness policy the checkpoint must meet.
+// PolicyFlag is --policy: a witness policy the checkpoint must meet.
 func PolicyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", TakesFile: true, Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY"),
 		Usage: "a witness policy `FILE` (Tessera's grammar): require its quorum's cosignatures on the checkpoint"}
 }
 
-// policyArg reads --policy, or returns nil when it is not given.
+// PolicyArg reads --policy, or returns nil when it is not given.
 func PolicyArg(c *cli.Command) (*witness.Policy, error) {
 	f := c.String("policy")
 	if f == "" {

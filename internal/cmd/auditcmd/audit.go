@@ -1,3 +1,6 @@
+// Package auditcmd holds the commands that check a log someone else runs
+// or ran: audit (a whole log, every tile and decision), replay (one
+// workflow, for an incident) and watch (a served log over time).
 package auditcmd
 
 import (
@@ -10,12 +13,11 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 // ledgerFetcher serves a ledger's committed tiles and entry bundles in the

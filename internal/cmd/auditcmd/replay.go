@@ -8,15 +8,14 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/internal/workflowbundle"
 	"github.com/custodylog/custody/replay"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
-// replaySource opens where c reads the workflow from (resolveLocation).
+// replaySource opens where c reads the workflow from (clikit.ResolveLocation).
 func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 	loc, err := clikit.ResolveLocation(c)
 	if err != nil {
@@ -174,6 +173,3 @@ Example:
 		},
 	}
 }
-
-// writeFileAtomic replaces path with data atomically and durably
-// (internal/durable), so path never holds a torn file.

@@ -12,11 +12,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/witness"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func WatchCommand() *cli.Command {

@@ -9,13 +9,12 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/statement"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func ApproveCommand() *cli.Command {

@@ -1,3 +1,7 @@
+// Package authorcmd holds the commands that author, sign and submit
+// statements as a principal or an agent (principal, confirm, delegate,
+// receipt, stop, resume, revoke) and the approval commands (approve,
+// approvals). Authoring itself is package internal/author's.
 package authorcmd
 
 import (
@@ -11,11 +15,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 // The authoring commands (principal, confirm, delegate, receipt, stop,

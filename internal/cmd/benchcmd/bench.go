@@ -1,3 +1,5 @@
+// Package benchcmd is the bench command and its subcommands (log, serve,
+// witness): measure the ledger on this machine and print one table.
 package benchcmd
 
 import (
@@ -14,9 +16,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
-	"github.com/custodylog/custody/ledger"
-
 	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/ledger"
 )
 
 // benchSubcommands are commands under `custody bench` that other files add

@@ -8,11 +8,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func init() { registerBench(benchServeCommand) }

@@ -11,9 +11,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
-	"github.com/custodylog/custody/internal/witnessproc"
-
 	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/witnessproc"
 )
 
 // custody bench witness: pending-receipt latency with and without

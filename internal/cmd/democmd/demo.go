@@ -1,3 +1,5 @@
+// Package democmd holds demo (the quick-start story on a fresh ledger) and
+// version.
 package democmd
 
 import (
@@ -10,11 +12,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/demo"
 	"github.com/custodylog/custody/internal/location"
 	buildversion "github.com/custodylog/custody/internal/version"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func DemoCommand() *cli.Command {

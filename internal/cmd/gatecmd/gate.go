@@ -1,3 +1,5 @@
+// Package gatecmd is the gate command, the MCP proxy that puts every tool
+// call under a grant (package gate does the gating).
 package gatecmd
 
 import (
@@ -13,10 +15,9 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 const gateExample = `{

@@ -1,3 +1,5 @@
+// Package keycmd is the key command and its subcommands: generate, public,
+// rotate-log (the checkpoint key) and rotate-denial (the DENIAL key).
 package keycmd
 
 import (
@@ -11,11 +13,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func KeyCommand() *cli.Command {
@@ -116,7 +117,7 @@ Example:
 	}
 }
 
-// keyInfo is what key commands print with --json.
+// KeyInfo is what key commands print with --json.
 type KeyInfo struct {
 	File      string `json:"file,omitempty"`
 	PublicKey string `json:"public_key"`

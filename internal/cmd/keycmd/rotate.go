@@ -9,12 +9,11 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/sign"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func keyRotateLogCommand() *cli.Command {

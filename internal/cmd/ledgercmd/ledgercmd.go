@@ -1,3 +1,8 @@
+// Package ledgercmd holds the commands that make a ledger and read what it
+// holds: init, append, get, checkpoint, proof, export, prove, and logs (the
+// logs of a database). What they do is in internal/submit, internal/location,
+// package ledger and internal/remotelog; these are the flags, their help and
+// the printing.
 package ledgercmd
 
 import (
@@ -13,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
@@ -24,8 +30,6 @@ import (
 	"github.com/custodylog/custody/server/api"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func InitCommand() *cli.Command {

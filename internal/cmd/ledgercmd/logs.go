@@ -8,10 +8,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func LogsCommand() *cli.Command {

@@ -7,9 +7,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/verify"
-
 	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/verify"
 )
 
 func ProveCommand() *cli.Command {

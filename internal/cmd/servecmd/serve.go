@@ -1,3 +1,5 @@
+// Package servecmd is the serve command: its flags, its help and how they
+// become an internal/serving configuration.
 package servecmd
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/console"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/serving"
 	"github.com/custodylog/custody/internal/verifycli"
@@ -26,8 +29,6 @@ import (
 	"github.com/custodylog/custody/storage"
 	"github.com/custodylog/custody/storage/badgerstore"
 	"github.com/custodylog/custody/witness/cosign"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func ServeCommand() *cli.Command {

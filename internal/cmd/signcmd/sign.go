@@ -1,3 +1,5 @@
+// Package signcmd holds sign (validate, canonicalise and sign a statement
+// file) and scope (hash scope descriptors and check attenuation).
 package signcmd
 
 import (
@@ -8,11 +10,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/statement"
-
-	"github.com/custodylog/custody/internal/clikit"
 )
 
 func SignCommand() *cli.Command {
@@ -130,7 +131,7 @@ func readDescriptor(c *cli.Command, name string) (scope.Descriptor, error) {
 	return d, nil
 }
 
-// scopeVerdict is what scope check prints with --json.
+// ScopeVerdict is what scope check prints with --json.
 type ScopeVerdict struct {
 	OK         bool   `json:"ok"`
 	ReasonCode string `json:"reason_code,omitempty"`
