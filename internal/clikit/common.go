@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 )
 
+// JSONFlag is --json.
 func JSONFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of text"}
 }

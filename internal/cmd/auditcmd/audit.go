@@ -48,6 +48,7 @@ func (f ledgerFetcher) Fetch(_ context.Context, path string) ([]byte, error) {
 // tilesFetcher reads an exported log from a folder or a URL.
 func tilesFetcher(loc string) audit.Fetcher { return audit.Open(loc, "custody/"+clikit.Version()) }
 
+// AuditCommand is `custody audit`.
 func AuditCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "audit",

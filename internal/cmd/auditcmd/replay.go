@@ -58,6 +58,7 @@ func colorOK(w any) bool {
 	return ok && clikit.IsTerminal(f) && os.Getenv("NO_COLOR") == ""
 }
 
+// ReplayCommand is `custody replay`.
 func ReplayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",

@@ -18,6 +18,7 @@ import (
 	"github.com/custodylog/custody/witness"
 )
 
+// WatchCommand is `custody watch`.
 func WatchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "watch",

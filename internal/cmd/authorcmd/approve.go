@@ -17,6 +17,7 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// ApproveCommand is `custody approve`.
 func ApproveCommand() *cli.Command {
 	flags := append(authorFlags("key", "the approver's private key file (an enrolled principal a rule names)"),
 		&cli.StringFlag{Name: "receipt", Usage: "the id of the held pending receipt", Required: true},
@@ -92,6 +93,7 @@ func amounts(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
+// ApprovalsCommand is `custody approvals`.
 func ApprovalsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "approvals",

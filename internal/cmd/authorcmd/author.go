@@ -175,6 +175,7 @@ func (a *authoring) write(raw []byte, out author.Outcome) error {
 	return nil
 }
 
+// PrincipalCommand is `custody principal`.
 func PrincipalCommand() *cli.Command {
 	sub := func(op, usageLine, desc string) *cli.Command {
 		flags := append(authorFlags("admin-key", "the admin's private key file"),
@@ -322,6 +323,7 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 	return spec.Grant()
 }
 
+// ConfirmCommand is `custody confirm`.
 func ConfirmCommand() *cli.Command {
 	flags := append(authorFlags("key", "the principal's private key file"), grantFlags()...)
 	flags = append(flags,
@@ -365,6 +367,7 @@ Example:
 	}
 }
 
+// DelegateCommand is `custody delegate`.
 func DelegateCommand() *cli.Command {
 	flags := append(authorFlags("key", "the delegating agent's private key file"), grantFlags()...)
 	flags = append(flags,
@@ -414,6 +417,7 @@ Example:
 	}
 }
 
+// ReceiptCommand is `custody receipt`.
 func ReceiptCommand() *cli.Command {
 	flags := append(authorFlags("key", "the acting agent's private key file"),
 		&cli.StringFlag{Name: "result", Value: statement.ResultPending, Usage: "pending (before the step), or success, failure, partial (after it)"},
@@ -510,6 +514,7 @@ Example:
 	}
 }
 
+// StopCommand is `custody stop`.
 func StopCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file (the workflow's owner, a grantee in it, or the admin)"),
 		&cli.StringFlag{Name: "workflow", Usage: "the workflow to stop", Required: true},
@@ -551,6 +556,7 @@ Example:
 	}
 }
 
+// ResumeCommand is `custody resume`.
 func ResumeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
 		&cli.StringFlag{Name: "stop-ref", Usage: "the id of the STOP to lift", Required: true},
@@ -587,6 +593,7 @@ Example:
 	}
 }
 
+// RevokeCommand is `custody revoke`.
 func RevokeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
 		&cli.StringFlag{Name: "grant", Usage: "the `ID` of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},

@@ -28,6 +28,7 @@ var benchSubcommands []func() *cli.Command
 // registerBench adds a subcommand to `custody bench`.
 func registerBench(f func() *cli.Command) { benchSubcommands = append(benchSubcommands, f) }
 
+// BenchCommand is `custody bench`.
 func BenchCommand() *cli.Command {
 	def := bench.DefaultConfig()
 	cmd := &cli.Command{

@@ -18,6 +18,7 @@ import (
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
+// DemoCommand is `custody demo`.
 func DemoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
@@ -98,6 +99,7 @@ Example:
 	}
 }
 
+// VersionCommand is `custody version`.
 func VersionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",

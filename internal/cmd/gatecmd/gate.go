@@ -36,6 +36,7 @@ const gateExample = `{
   "passthrough": ["list_allowed_directories"]
 }`
 
+// GateCommand is `custody gate`.
 func GateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gate",

@@ -19,6 +19,7 @@ import (
 	"github.com/custodylog/custody/sign"
 )
 
+// KeyCommand is `custody key`.
 func KeyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "key",

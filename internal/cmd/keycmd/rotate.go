@@ -112,6 +112,7 @@ func startRotation(c *cli.Command, dir string, opts ledger.Options) (*ledger.Rot
 	return r, nil
 }
 
+// RotationInfo is what key rotate-log prints with --json.
 type RotationInfo struct {
 	Origin     string   `json:"origin"`
 	Size       uint64   `json:"size"`

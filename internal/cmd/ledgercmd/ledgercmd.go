@@ -32,6 +32,7 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// InitCommand is `custody init`.
 func InitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
@@ -167,6 +168,7 @@ Example:
 	}
 }
 
+// InitInfo is what init prints with --json.
 type InitInfo struct {
 	Dir              string `json:"dir"`
 	Log              string `json:"log,omitempty"` // the log's name in its database
@@ -182,6 +184,7 @@ type InitInfo struct {
 	Size             uint64 `json:"size"`
 }
 
+// AppendCommand is `custody append`.
 func AppendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "append",
@@ -304,6 +307,7 @@ func appendText(o submit.Answer) string {
 	}
 }
 
+// GetCommand is `custody get`.
 func GetCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "get",
@@ -356,6 +360,7 @@ Example:
 	}
 }
 
+// CheckpointCommand is `custody checkpoint`.
 func CheckpointCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "checkpoint",
@@ -416,6 +421,7 @@ var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l cl
 	return err
 })
 
+// CheckpointInfo is what checkpoint prints with --json.
 type CheckpointInfo struct {
 	Origin      string `json:"origin"`
 	Size        uint64 `json:"size"`
@@ -424,6 +430,7 @@ type CheckpointInfo struct {
 	VerifierKey string `json:"verifier_key"`
 }
 
+// ProofCommand is `custody proof`.
 func ProofCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "proof",
@@ -551,6 +558,7 @@ func printHashes(w io.Writer, hs []merkle.Hash) error {
 	return nil
 }
 
+// ExportCommand is `custody export`.
 func ExportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",

@@ -13,6 +13,7 @@ import (
 	"github.com/custodylog/custody/storage/pgstore"
 )
 
+// LogsCommand is `custody logs`.
 func LogsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",

@@ -11,6 +11,7 @@ import (
 	"github.com/custodylog/custody/verify"
 )
 
+// ProveCommand is `custody prove`.
 func ProveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "prove",

@@ -31,6 +31,7 @@ import (
 	"github.com/custodylog/custody/witness/cosign"
 )
 
+// ServeCommand is `custody serve`.
 func ServeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",

@@ -16,6 +16,7 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
+// SignCommand is `custody sign`.
 func SignCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sign",
@@ -67,6 +68,7 @@ Example:
 	}
 }
 
+// ScopeCommand is `custody scope`.
 func ScopeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "scope",
