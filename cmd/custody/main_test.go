@@ -16,7 +16,6 @@ import (
 
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/author"
-	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/cmd/keycmd"
 	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/cmd/signcmd"
@@ -636,21 +635,4 @@ func mustCheckpointSize(t *testing.T, e *ledgerEnv) uint64 {
 		t.Fatal(err)
 	}
 	return ci.Size
-}
-
-func TestSafeText(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":             "plain",
-		"a\u202eb":          `a\u202eb`,
-		"line\nbreak\ttab":  `line\nbreak\ttab`,
-		"\x1b[31mred":       `\u001b[31mred`,
-		"bad \xff utf8":     `bad \xff utf8`,
-		"zero\u200bwidth":   `zero\u200bwidth`,
-		"emoji 🙂 stays":     "emoji 🙂 stays",
-		"tag \U000E0041 ch": `tag \U000e0041 ch`,
-	} {
-		if got := clikit.SafeText(in); got != want {
-			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
