@@ -6,10 +6,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/custodylog/custody/internal/textsafe"
-
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
+
+	"github.com/custodylog/custody/internal/durable"
+	"github.com/custodylog/custody/internal/textsafe"
+	buildversion "github.com/custodylog/custody/internal/version"
 )
 
 // JSONFlag is --json.
@@ -75,3 +77,10 @@ func ReadInput(c *cli.Command, name string) ([]byte, error) {
 	}
 	return os.ReadFile(name)
 }
+
+// Version is the one version string (internal/version).
+func Version() string { return buildversion.String() }
+
+// WriteFileAtomic replaces path with data atomically and durably
+// (internal/durable), so path never holds a torn file.
+func WriteFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

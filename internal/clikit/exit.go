@@ -21,10 +21,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
-	"github.com/custodylog/custody/internal/durable"
 	"github.com/custodylog/custody/internal/exitcode"
-	"github.com/custodylog/custody/internal/verifycli"
-	buildversion "github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/storage"
 )
@@ -95,29 +92,3 @@ func Unavailable(err error) bool {
 	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
 		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
 }
-
-// Version is the one version string (internal/version).
-func Version() string { return buildversion.String() }
-
-// VerifierKeyArg reads the log's checkpoint verifier key given as a
-// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
-// after a checkpoint key rotation, the log's key set.
-func VerifierKeyArg(c *cli.Command, flag string) (string, error) {
-	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
-	if flag == "log-key" {
-		arg, from = LogKeyArg(c)
-		arg = strings.TrimSpace(arg)
-	}
-	if arg == "" {
-		return "", Usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
-	}
-	k, err := verifycli.ReadKeySet(arg)
-	if err != nil {
-		return "", fmt.Errorf("%s %w", from, err)
-	}
-	return k, nil
-}
-
-// WriteFileAtomic replaces path with data atomically and durably
-// (internal/durable), so path never holds a torn file.
-func WriteFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

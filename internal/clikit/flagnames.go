@@ -121,3 +121,22 @@ func OptionalLogKey(c *cli.Command) (string, error) {
 	}
 	return k, nil
 }
+
+// VerifierKeyArg reads the log's checkpoint verifier key given as a
+// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
+// after a checkpoint key rotation, the log's key set.
+func VerifierKeyArg(c *cli.Command, flag string) (string, error) {
+	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
+	if flag == "log-key" {
+		arg, from = LogKeyArg(c)
+		arg = strings.TrimSpace(arg)
+	}
+	if arg == "" {
+		return "", Usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
+	}
+	k, err := verifycli.ReadKeySet(arg)
+	if err != nil {
+		return "", fmt.Errorf("%s %w", from, err)
+	}
+	return k, nil
+}
