@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
 // folderHashes hashes every file of dir but Badger's lock file.
@@ -38,11 +40,11 @@ func TestDamagedFolderCommands(t *testing.T) {
 	}
 	before := folderHashes(t, e.dir)
 	r := custody(t, "", "serve", "--dir", e.dir, "--addr", "127.0.0.1:0")
-	if r.code != exitError || !strings.Contains(r.stderr, "is damaged") || !strings.Contains(r.stderr, "MANIFEST") {
+	if r.code != clikit.ExitFail || !strings.Contains(r.stderr, "is damaged") || !strings.Contains(r.stderr, "MANIFEST") {
 		t.Errorf("serve on a folder without its MANIFEST: exit %d\n%s", r.code, r.stderr)
 	}
 	r = custody(t, "", "audit", "--dir", e.dir)
-	if r.code != exitVerify || !strings.Contains(r.stderr, "is damaged") {
+	if r.code != clikit.ExitVerify || !strings.Contains(r.stderr, "is damaged") {
 		t.Errorf("audit on a folder without its MANIFEST: exit %d\n%s", r.code, r.stderr)
 	}
 	r = custody(t, "", "checkpoint", "--dir", e.dir)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
 // helpExamples returns the custody command lines of a help text's
@@ -116,10 +118,10 @@ func TestHelpExamplesParse(t *testing.T) {
 				if c.Name == "verify" && c.NArg() != 1 {
 					// verify's own action takes one evidence file; a
 					// second word is a subcommand it does not have.
-					return usage(c, "want one BUNDLE or TLOG-PROOF argument, got %q", c.Args().Slice())
+					return clikit.Usage(c, "want one BUNDLE or TLOG-PROOF argument, got %q", c.Args().Slice())
 				}
-				if len(locationKinds(c)) > 0 {
-					if _, err := resolveLocation(c); err != nil {
+				if len(clikit.LocationKinds(c)) > 0 {
+					if _, err := clikit.ResolveLocation(c); err != nil {
 						return err
 					}
 				}
@@ -181,7 +183,7 @@ func TestDeployCommandsParse(t *testing.T) {
 		reached := false
 		probeAll(app, func(c *cli.Command) error {
 			reached = true
-			_, err := resolveLocation(c)
+			_, err := clikit.ResolveLocation(c)
 			return err
 		})
 		if code := runApp(context.Background(), app, shellWords(l)); code != 0 || !reached {

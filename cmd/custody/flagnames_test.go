@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/exitcode"
 )
 
@@ -42,11 +43,11 @@ func flagHidden(fl cli.Flag) bool {
 // TestFlagMeanings holds every command to one meaning per flag name:
 // --log-key the log's public verifier key (string or file), --key a
 // private key file, --target a target identifier, --grant a grant id.
-// The old spellings (renamedFlags) are hidden.
+// The old spellings (clikit.RenamedFlags) are hidden.
 func TestFlagMeanings(t *testing.T) {
 	renamed := map[string]bool{}
-	for _, r := range renamedFlags {
-		renamed[r.command+" --"+r.old] = true
+	for _, r := range clikit.RenamedFlags {
+		renamed[r.Command+" --"+r.Old] = true
 	}
 	seen := map[string]int{}
 	walkFlags(newApp(nil, nil, nil), "custody", func(path string, fl cli.Flag) {

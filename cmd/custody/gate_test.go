@@ -16,6 +16,7 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/server/servertest"
 	"github.com/custodylog/custody/sign"
@@ -39,7 +40,7 @@ func TestGateUsage(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), append([]string{"custody"}, c.args...), &out, &errb)
-		if code != exitUsage || !strings.Contains(errb.String(), c.want) {
+		if code != clikit.ExitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errb.String(), c.want)
 		}
 	}
@@ -77,13 +78,13 @@ func TestGateUnavailableAnswers(t *testing.T) {
 		wants []string
 		up    []string
 	}{
-		{"upstream fails", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", cfg}, exitError,
+		{"upstream fails", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", cfg}, clikit.ExitFail,
 			[]string{"connecting to upstream sh", "/no/such/folder does not exist", "check the upstream command after --"}, []string{"sh", "-c", "echo Error: /no/such/folder does not exist >&2; exit 1"}},
-		{"relative config", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", "no/such/gate.json"}, exitUsage,
+		{"relative config", []string{"--ledger", lg.URL, "--key", key, "--grant", "confirm_g", "--config", "no/such/gate.json"}, clikit.ExitUsage,
 			[]string{"no/such/gate.json", "the path is relative", "give the absolute path"}, nil},
-		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, exitUnavailable,
+		{"ledger down", []string{"--ledger", "http://127.0.0.1:1", "--key", key, "--grant", "confirm_g", "--config", cfg}, clikit.ExitUnavailable,
 			[]string{"reading grant confirm_g", "is running (custody serve)"}, nil},
-		{"wrong grant", []string{"--ledger", lg.URL, "--key", otherKey, "--grant", "confirm_g", "--config", cfg}, exitError,
+		{"wrong grant", []string{"--ledger", lg.URL, "--key", otherKey, "--grant", "confirm_g", "--config", cfg}, clikit.ExitFail,
 			[]string{"is not the grantee of confirm_g", "give --key the grantee's key"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
@@ -76,7 +77,7 @@ func locValue(src string, k location.Kind) string {
 }
 
 // expectLocation is the rule, written out as the README and --help say
-// it, for the test to hold resolveLocation to.
+// it, for the test to hold clikit.ResolveLocation to.
 func expectLocation(kinds []location.Kind, typed []location.Kind, env map[string]string) (location.Location, bool) {
 	if len(typed) > 1 {
 		return location.Location{}, false
@@ -162,12 +163,12 @@ func TestEveryCommandLocation(t *testing.T) {
 			}
 			switch location.Kind(n) {
 			case location.Dir, location.Ledger, location.Store, location.Bundle, location.Tiles:
-				if !slices.Contains(locationKinds(c), location.Kind(n)) && !notLocations[name+" --"+n] {
+				if !slices.Contains(clikit.LocationKinds(c), location.Kind(n)) && !notLocations[name+" --"+n] {
 					t.Errorf("%s --%s is not a location flag (make it with locFlag)", name, n)
 				}
 			}
 		}
-		got := locationKinds(c)
+		got := clikit.LocationKinds(c)
 		want, listed := wantLocations[name]
 		if len(got) == 0 && !listed {
 			continue
@@ -198,7 +199,7 @@ func TestEveryCommandLocation(t *testing.T) {
 				c := findCommand(app, strings.Split(name, " "))
 				relaxRequired(c)
 				c.Action = func(_ context.Context, c *cli.Command) error {
-					loc, err := resolveLocation(c)
+					loc, err := clikit.ResolveLocation(c)
 					got, gotErr = &loc, err
 					return err
 				}
@@ -214,7 +215,7 @@ func TestEveryCommandLocation(t *testing.T) {
 				case got == nil:
 					t.Errorf("%s: the command did not run (exit %d): %s", label, code, stderr.String())
 				case !ok:
-					if gotErr == nil || code != exitUsage {
+					if gotErr == nil || code != clikit.ExitUsage {
 						t.Errorf("%s: resolved %v, exit %d; want a usage error (exit 2)", label, *got, code)
 					}
 				case gotErr != nil:
@@ -243,7 +244,7 @@ func relaxRequired(c *cli.Command) {
 func TestHelpSaysTheLocationRule(t *testing.T) {
 	for name := range wantLocations {
 		r := custody(t, "", append(strings.Split(name, " "), "--help")...)
-		if !strings.Contains(r.stdout, whereCategory(wantLocations[name])) || !strings.Contains(r.stdout, "a typed flag wins") {
+		if !strings.Contains(r.stdout, clikit.WhereCategory(wantLocations[name])) || !strings.Contains(r.stdout, "a typed flag wins") {
 			t.Errorf("%s --help does not say where it reads and writes:\n%s", name, r.stdout)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
 	"github.com/custodylog/custody/storage/storagetest"
@@ -30,7 +31,7 @@ func TestLogsCommand(t *testing.T) {
 
 	must(t, 0, "init", "--store", base, "--origin", "example.com/default")
 	r = must(t, 0, "init", "--store", base, "--log", "team-a", "--origin", "example.com/a", "--json")
-	var info initInfo
+	var info ledgercmd.InitInfo
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.Log != "team-a" || info.AdminKeyFile != "custody-admin-team-a.key" {
 		t.Fatalf("init --log team-a: %+v, %v", info, err)
 	}
@@ -76,7 +77,7 @@ func TestLogsCommand(t *testing.T) {
 
 	origin := func(args ...string) string {
 		t.Helper()
-		var cp checkpointInfo
+		var cp ledgercmd.CheckpointInfo
 		r := must(t, 0, append([]string{"checkpoint", "--store", base, "--json"}, args...)...)
 		if err := json.Unmarshal([]byte(r.stdout), &cp); err != nil {
 			t.Fatal(err)

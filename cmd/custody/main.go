@@ -7,8 +7,10 @@
 // ledger, merkle, verify), and what each command does in a package tested
 // on its own (internal/author, internal/submit, internal/location,
 // internal/serving, ...: docs/ARCHITECTURE.md, "Where the CLI reads and
-// writes"). This command defines the flags and their help, turns flags
-// into package calls, prints, and maps errors to exit codes.
+// writes"). The commands (their flags, help and actions) are packages of
+// their own, internal/cmd/... and internal/verifycli, made with
+// internal/clikit; this one lists them in one tree (newApp), applies the
+// tree-wide conventions (configure) and maps errors to exit codes (runApp).
 //
 // # Exit codes
 //
@@ -29,8 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -39,43 +39,21 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/cmd/auditcmd"
+	"github.com/custodylog/custody/internal/cmd/authorcmd"
+	"github.com/custodylog/custody/internal/cmd/benchcmd"
+	"github.com/custodylog/custody/internal/cmd/democmd"
+	"github.com/custodylog/custody/internal/cmd/gatecmd"
+	"github.com/custodylog/custody/internal/cmd/keycmd"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
+	"github.com/custodylog/custody/internal/cmd/servecmd"
+	"github.com/custodylog/custody/internal/cmd/signcmd"
 	"github.com/custodylog/custody/internal/exitcode"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/suggest"
-	"github.com/custodylog/custody/ledger"
-	"github.com/custodylog/custody/storage"
+	"github.com/custodylog/custody/internal/verifycli"
 )
-
-// Exit codes (the one table is package exitcode's).
-const (
-	exitOK          = exitcode.OK
-	exitError       = exitcode.Error
-	exitUsage       = exitcode.Usage
-	exitDenied      = exitcode.Denied
-	exitVerify      = exitcode.Verification
-	exitUnavailable = exitcode.Unavailable
-)
-
-// exitErr is an error that carries the process exit code it maps to.
-// quiet means the command already printed what the user needs (a denial
-// line, say), so run prints nothing more.
-type exitErr struct {
-	code  int
-	err   error
-	quiet bool
-}
-
-func (e *exitErr) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitErr) Unwrap() error { return e.err }
-
-// deniedErr is exit code 3 after the command printed the denial itself.
-func deniedErr() error { return &exitErr{code: exitDenied, quiet: true} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -101,31 +79,31 @@ func runApp(ctx context.Context, app *cli.Command, args []string) int {
 	stderr := app.ErrWriter
 	err := app.Run(ctx, args)
 	if err == nil {
-		return exitOK
+		return clikit.ExitOK
 	}
-	code, quiet := exitError, false
-	var ee *exitErr
+	code, quiet := clikit.ExitFail, false
+	var ee *clikit.ExitError
 	var coder interface{ ExitCode() int } // e.g. verifycli.ExitError
 	switch {
 	case errors.As(err, &ee):
-		code, quiet = ee.code, ee.quiet
+		code, quiet = ee.Code, ee.Quiet
 	case errors.As(err, &coder):
 		code = coder.ExitCode()
-	case unavailable(err):
-		code = exitUnavailable
+	case clikit.Unavailable(err):
+		code = clikit.ExitUnavailable
 	case errors.Is(err, client.ErrUnverified):
-		code = exitVerify
+		code = clikit.ExitVerify
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "custody: %s\n", oneLine(err.Error()))
-		if code == exitUsage {
+		fmt.Fprintf(stderr, "custody: %s\n", clikit.OneLine(err.Error()))
+		if code == clikit.ExitUsage {
 			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", usagePath(err, args))
 		}
 		var wrote interface{ WroteJSON() bool } // verifycli.ExitError
 		if wantsJSON(args) && !(errors.As(err, &wrote) && wrote.WroteJSON()) {
 			// A script that asked for JSON reads standard output: the
 			// error is there too, as one object.
-			writeJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitcode.Kind(code)})
+			clikit.WriteJSON(app.Writer, jsonError{Error: err.Error(), ExitCode: code, Kind: exitcode.Kind(code)})
 		}
 	}
 	return code
@@ -152,35 +130,13 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// usageCmd records which command a usage error is about, for the hint.
-type usageCmd struct {
-	path string
-	err  error
-}
-
-func (u *usageCmd) Error() string { return u.err.Error() }
-func (u *usageCmd) Unwrap() error { return u.err }
-
 func usagePath(err error, args []string) string {
-	var u *usageCmd
+	var u *clikit.UsageCmd
 	if errors.As(err, &u) {
-		return u.path
+		return u.Path
 	}
 	return "custody"
 }
-
-// oneLine keeps an error message on one line and escapes what a terminal
-// would interpret.
-func oneLine(s string) string {
-	return safeText(strings.TrimRight(s, "\n"))
-}
-
-// registered holds commands that files add with register in their init,
-// so that a new command is one new file.
-var registered []func() *cli.Command
-
-// register adds a command to every app newApp builds.
-func register(f func() *cli.Command) { registered = append(registered, f) }
 
 // newApp builds the command tree. It is built afresh for every run: urfave
 // keeps parsed flag values in the tree.
@@ -207,7 +163,7 @@ Example:
    custody demo                      # the whole story in one second
    custody init --dir ./custody-data --origin example.com/custody
    custody get --dir ./custody-data --index 0`,
-		Version:   version(),
+		Version:   clikit.Version(),
 		Reader:    stdin,
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -226,29 +182,36 @@ Example:
    custody completion fish > ~/.config/fish/completions/custody.fish`
 		},
 		Commands: []*cli.Command{
-			keyCommand(),
-			signCommand(),
-			scopeCommand(),
-			initCommand(),
-			appendCommand(),
-			getCommand(),
-			checkpointCommand(),
-			proofCommand(),
-			exportCommand(),
-			proveCommand(),
-			principalCommand(),
-			confirmCommand(),
-			delegateCommand(),
-			receiptCommand(),
-			stopCommand(),
-			resumeCommand(),
-			revokeCommand(),
-			demoCommand(),
-			versionCommand(),
+			keycmd.KeyCommand(),
+			signcmd.SignCommand(),
+			signcmd.ScopeCommand(),
+			ledgercmd.InitCommand(),
+			ledgercmd.AppendCommand(),
+			ledgercmd.GetCommand(),
+			ledgercmd.CheckpointCommand(),
+			ledgercmd.ProofCommand(),
+			ledgercmd.ExportCommand(),
+			ledgercmd.ProveCommand(),
+			authorcmd.PrincipalCommand(),
+			authorcmd.ConfirmCommand(),
+			authorcmd.DelegateCommand(),
+			authorcmd.ReceiptCommand(),
+			authorcmd.StopCommand(),
+			authorcmd.ResumeCommand(),
+			authorcmd.RevokeCommand(),
+			democmd.DemoCommand(),
+			democmd.VersionCommand(),
+			authorcmd.ApproveCommand(),
+			authorcmd.ApprovalsCommand(),
+			auditcmd.AuditCommand(),
+			benchcmd.BenchCommand(),
+			gatecmd.GateCommand(),
+			ledgercmd.LogsCommand(),
+			auditcmd.ReplayCommand(),
+			servecmd.ServeCommand(),
+			verifycli.Command(),
+			auditcmd.WatchCommand(),
 		},
-	}
-	for _, f := range registered {
-		app.Commands = append(app.Commands, f())
 	}
 	configure(app, "custody")
 	return app
@@ -259,18 +222,18 @@ Example:
 // (free text may hold commas), and a group without its own action rejects
 // an unknown subcommand.
 func configure(cmd *cli.Command, path string) {
-	addRenamedFlags(cmd, path)
+	clikit.AddRenamedFlags(cmd, path)
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
-		return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: err}}
+		return &clikit.ExitError{Code: clikit.ExitUsage, Err: &clikit.UsageCmd{Path: path, Err: err}}
 	}
 	cmd.DisableSliceFlagSeparator = true
-	if kinds := locationKinds(cmd); len(kinds) > 0 {
+	if kinds := clikit.LocationKinds(cmd); len(kinds) > 0 {
 		if (slices.Contains(kinds, location.Store) || slices.Contains(kinds, location.Ledger)) && !hasFlag(cmd, "log") {
-			cmd.Flags = append(cmd.Flags, logFlag())
+			cmd.Flags = append(cmd.Flags, clikit.LogFlag())
 		}
-		heading := whereCategory(kinds)
+		heading := clikit.WhereCategory(kinds)
 		for _, f := range cmd.Flags {
-			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
+			if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), clikit.LocCategory) {
 				cf.SetCategory(heading)
 			}
 		}
@@ -283,7 +246,7 @@ func configure(cmd *cli.Command, path string) {
 				if s := suggest.Closest(name, commandNames(c)); s != "" {
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
-				return &exitErr{code: exitUsage, err: &usageCmd{path: path, err: errors.New(msg)}}
+				return &clikit.ExitError{Code: clikit.ExitUsage, Err: &clikit.UsageCmd{Path: path, Err: errors.New(msg)}}
 			}
 			if c.Root() == c {
 				return cli.ShowRootCommandHelp(c)
@@ -306,11 +269,6 @@ func hasFlag(cmd *cli.Command, name string) bool {
 	return false
 }
 
-// usage is a usage error about the command c.
-func usage(c *cli.Command, format string, args ...any) error {
-	return &exitErr{code: exitUsage, err: &usageCmd{path: c.FullName(), err: fmt.Errorf(format, args...)}}
-}
-
 // commandNames lists c's visible subcommands.
 func commandNames(c *cli.Command) []string {
 	var out []string
@@ -320,20 +278,4 @@ func commandNames(c *cli.Command) []string {
 		}
 	}
 	return out
-}
-
-// unavailable reports whether err says the log could not decide now: a
-// server that cannot be reached or answers 503, a server or ledger that
-// does not sequence the log, or a database that is away.
-func unavailable(err error) bool {
-	var he *client.HTTPError
-	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true // refused, reset, timed out, no such host
-	}
-	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
-		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
 }

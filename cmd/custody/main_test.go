@@ -16,6 +16,9 @@ import (
 
 	"github.com/custodylog/custody/canon"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/cmd/keycmd"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
+	"github.com/custodylog/custody/internal/cmd/signcmd"
 	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/submit"
 	"github.com/custodylog/custody/merkle"
@@ -117,7 +120,7 @@ func TestKeyGenerate(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "alice.key")
 	r := must(t, 0, "key", "generate", "--out", key, "--name", "user:alice", "--json")
-	var info keyInfo
+	var info keycmd.KeyInfo
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestScopeHashAndCheck(t *testing.T) {
 		t.Errorf("widening: %q", r.stdout)
 	}
 	r = must(t, 3, "scope", "check", "--parent", parent, "--child", parent, "--json")
-	var v scopeVerdict
+	var v signcmd.ScopeVerdict
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.OK || v.ReasonCode != "equal_scope" {
 		t.Errorf("equal scope --json: %q, %v", r.stdout, err)
 	}
@@ -320,7 +323,7 @@ func newLedgerEnv(t *testing.T) *ledgerEnv {
 	root := t.TempDir()
 	e := &ledgerEnv{t: t, root: root, dir: filepath.Join(root, "data"), keys: map[string]string{}}
 	r := must(t, 0, "init", "--dir", e.dir, "--origin", "test.example/custody", "--json")
-	var info initInfo
+	var info ledgercmd.InitInfo
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +471,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || cp.Size != 11 {
 		t.Fatalf("checkpoint %+v, %v", cp, err)
 	}
-	var ci checkpointInfo
+	var ci ledgercmd.CheckpointInfo
 	if err := json.Unmarshal([]byte(e.run(0, "checkpoint", "--json").stdout), &ci); err != nil || ci.Size != 11 || ci.Checkpoint != r.stdout || ci.VerifierKey != verifierKey {
 		t.Fatalf("checkpoint --json %+v, %v", ci, err)
 	}
@@ -627,26 +630,9 @@ func TestAppend(t *testing.T) {
 }
 
 func mustCheckpointSize(t *testing.T, e *ledgerEnv) uint64 {
-	var ci checkpointInfo
+	var ci ledgercmd.CheckpointInfo
 	if err := json.Unmarshal([]byte(e.run(0, "checkpoint", "--json").stdout), &ci); err != nil {
 		t.Fatal(err)
 	}
 	return ci.Size
-}
-
-func TestSafeText(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":             "plain",
-		"a\u202eb":          `a\u202eb`,
-		"line\nbreak\ttab":  `line\nbreak\ttab`,
-		"\x1b[31mred":       `\u001b[31mred`,
-		"bad \xff utf8":     `bad \xff utf8`,
-		"zero\u200bwidth":   `zero\u200bwidth`,
-		"emoji 🙂 stays":     "emoji 🙂 stays",
-		"tag \U000E0041 ch": `tag \U000e0041 ch`,
-	} {
-		if got := safeText(in); got != want {
-			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
-		}
-	}
 }

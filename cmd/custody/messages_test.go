@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
 // TestDidYouMean: a mistyped command exits 2 and names the command meant;
@@ -24,7 +26,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"frobnicate"}, ""},
 	} {
 		r := custody(t, "", tc.args...)
-		if r.code != exitUsage {
+		if r.code != clikit.ExitUsage {
 			t.Errorf("%v: exit %d, want 2", tc.args, r.code)
 		}
 		if tc.want == "" && strings.Contains(r.stderr, "did you mean") || tc.want != "" && !strings.Contains(r.stderr, tc.want) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/custodylog/custody/canon"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/testlog"
 )
 
@@ -118,13 +119,13 @@ func TestRogueCases(t *testing.T) {
 				}
 				entry, finding = fmt.Sprintf("#%d ", *c.Entry), fmt.Sprintf("%s at entry %d: ", check, *c.Entry)
 			}
-			if v.code != exitVerify || !strings.Contains(out, entry) || !strings.Contains(out, c.Verify) {
-				t.Errorf("custody verify: exit %d, want %d with a line naming %q and saying %q:\n%s", v.code, exitVerify, entry, c.Verify, out)
+			if v.code != clikit.ExitVerify || !strings.Contains(out, entry) || !strings.Contains(out, c.Verify) {
+				t.Errorf("custody verify: exit %d, want %d with a line naming %q and saying %q:\n%s", v.code, clikit.ExitVerify, entry, c.Verify, out)
 			}
 			a := custody(t, "", "audit", "--tiles", filepath.Join(dir, "tiles"), "--log-key", vkey)
 			out = flat(a.stdout + a.stderr)
-			if a.code != exitVerify || !strings.Contains(out, finding) || !strings.Contains(out, c.Audit) {
-				t.Errorf("custody audit: exit %d, want %d with a finding %q saying %q:\n%s", a.code, exitVerify, finding, c.Audit, out)
+			if a.code != clikit.ExitVerify || !strings.Contains(out, finding) || !strings.Contains(out, c.Audit) {
+				t.Errorf("custody audit: exit %d, want %d with a finding %q saying %q:\n%s", a.code, clikit.ExitVerify, finding, c.Audit, out)
 			}
 		})
 	}

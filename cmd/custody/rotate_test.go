@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/custodylog/custody/internal/cmd/keycmd"
 )
 
 // TestRotateLog rotates the checkpoint key from the command line: old
@@ -28,7 +30,7 @@ func TestRotateLog(t *testing.T) {
 	oldSize := mustCheckpointSize(t, e)
 
 	e.run(1, "key", "rotate-log", "--finish") // nothing to finish
-	var started rotationInfo
+	var started keycmd.RotationInfo
 	if err := json.Unmarshal([]byte(e.run(0, "key", "rotate-log", "--json").stdout), &started); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/custodylog/custody/bench"
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
 	"github.com/custodylog/custody/verify"
@@ -231,7 +232,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	// The ledger is closed and whole: it opens, and holds what bench wrote.
 	r = must(t, 0, "checkpoint", "--dir", data, "--json")
-	var cp checkpointInfo
+	var cp ledgercmd.CheckpointInfo
 	if err := json.Unmarshal([]byte(r.stdout), &cp); err != nil || cp.Size < uint64(res.Appends) {
 		t.Fatalf("after serve: %v %s", err, r.stdout)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/clikit"
+	"github.com/custodylog/custody/internal/cmd/ledgercmd"
 	"github.com/custodylog/custody/internal/witnesstest"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
@@ -28,7 +30,7 @@ func TestWitnessCommands(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	r := must(t, 0, "init", "--dir", data, "--origin", "test.example/witnessed", "--json")
-	var info initInfo
+	var info ledgercmd.InitInfo
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestWitnessCommands(t *testing.T) {
 	writeFile(t, vkeyFile, info.VerifierKey+"\n")
 
 	// Usage errors name the rule.
-	if r := custody(t, "", "serve", "--dir", data, "--witness-finality"); r.code != exitUsage || !strings.Contains(r.stderr, "--witness-finality needs --witness-policy FILE") {
+	if r := custody(t, "", "serve", "--dir", data, "--witness-finality"); r.code != clikit.ExitUsage || !strings.Contains(r.stderr, "--witness-finality needs --witness-policy FILE") {
 		t.Errorf("serve --witness-finality alone: %+v", r)
 	}
 	noURL := filepath.Join(dir, "nourl.policy")

@@ -1,4 +1,4 @@
-package main
+package authorcmd
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/server"
@@ -16,12 +17,8 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
-func init() {
-	register(approveCommand)
-	register(approvalsCommand)
-}
-
-func approveCommand() *cli.Command {
+// ApproveCommand is `custody approve`.
+func ApproveCommand() *cli.Command {
 	flags := append(authorFlags("key", "the approver's private key file (an enrolled principal a rule names)"),
 		&cli.StringFlag{Name: "receipt", Usage: "the id of the held pending receipt", Required: true},
 		&cli.BoolFlag{Name: "reject", Usage: "reject it instead (one eligible reject ends the request)"},
@@ -64,7 +61,7 @@ Example:
 			}
 			w := c.Root().ErrWriter
 			fmt.Fprintf(w, "%s: receipt %s (index %d) by %s: %s on %s, step %s, reserve %s",
-				decision, safeText(r.ReceiptID), e.Index, safeText(r.Actor), safeText(r.Action), safeText(r.Target), safeText(r.StepID), amounts(r.Reserve))
+				decision, clikit.SafeText(r.ReceiptID), e.Index, clikit.SafeText(r.Actor), clikit.SafeText(r.Action), clikit.SafeText(r.Target), clikit.SafeText(r.StepID), amounts(r.Reserve))
 			if r.ParamsSHA256 != "" {
 				fmt.Fprintf(w, ", params_sha256 %s", r.ParamsSHA256)
 			}
@@ -91,12 +88,13 @@ func amounts(m map[string]int64) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", safeText(k), m[k])
+		parts[i] = fmt.Sprintf("%s=%d", clikit.SafeText(k), m[k])
 	}
 	return strings.Join(parts, " ")
 }
 
-func approvalsCommand() *cli.Command {
+// ApprovalsCommand is `custody approvals`.
+func ApprovalsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "approvals",
 		Usage:     "list the steps held for approval now",
@@ -111,15 +109,15 @@ approvals itself before it runs a step.
 Example:
 
    custody approvals --ledger https://custody.example --approver user:bob`,
-		Flags: withRemote(dirFlag(),
+		Flags: clikit.WithRemote(clikit.DirFlag(),
 			&cli.StringFlag{Name: "approver", Usage: "only receipts this principal name may approve"},
 			&cli.StringFlag{Name: "workflow", Usage: "only receipts of this workflow"},
-			jsonFlag()),
+			clikit.JSONFlag()),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openStoreRO(ctx, c)
+			l, err := clikit.OpenStoreRO(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -130,23 +128,23 @@ Example:
 			}
 			w := c.Root().Writer
 			if c.Bool("json") {
-				return writeJSON(w, list)
+				return clikit.WriteJSON(w, list)
 			}
 			if len(list.Held) == 0 {
 				fmt.Fprintln(w, "nothing is held for approval")
 				return nil
 			}
 			for _, h := range list.Held {
-				fmt.Fprintf(w, "%s (index %d, workflow %s) by %s: %s on %s, step %s, reserve %s\n", safeText(h.ReceiptID), h.Index,
-					safeText(h.WorkflowID), safeText(h.Actor), safeText(h.Action), safeText(h.Target), safeText(h.StepID), amounts(h.Reserve))
+				fmt.Fprintf(w, "%s (index %d, workflow %s) by %s: %s on %s, step %s, reserve %s\n", clikit.SafeText(h.ReceiptID), h.Index,
+					clikit.SafeText(h.WorkflowID), clikit.SafeText(h.Actor), clikit.SafeText(h.Action), clikit.SafeText(h.Target), clikit.SafeText(h.StepID), amounts(h.Reserve))
 				if h.ParamsSHA256 != "" {
 					fmt.Fprintf(w, "  params_sha256 %s\n", h.ParamsSHA256)
 				}
-				fmt.Fprintf(w, "  until %s; grants %s\n", h.ExpiresAt, safeText(strings.Join(h.Chain, " > ")))
+				fmt.Fprintf(w, "  until %s; grants %s\n", h.ExpiresAt, clikit.SafeText(strings.Join(h.Chain, " > ")))
 				for _, r := range h.Rules {
-					fmt.Fprintf(w, "  needs %d of %s (rule %s of %s)", r.Quorum, safeText(strings.Join(r.Approvers, ", ")), safeText(r.RuleID), safeText(r.Grant))
+					fmt.Fprintf(w, "  needs %d of %s (rule %s of %s)", r.Quorum, clikit.SafeText(strings.Join(r.Approvers, ", ")), clikit.SafeText(r.RuleID), clikit.SafeText(r.Grant))
 					if len(r.ApprovedBy) > 0 {
-						fmt.Fprintf(w, "; approved by %s", safeText(strings.Join(r.ApprovedBy, ", ")))
+						fmt.Fprintf(w, "; approved by %s", clikit.SafeText(strings.Join(r.ApprovedBy, ", ")))
 					}
 					fmt.Fprintln(w)
 				}
@@ -157,7 +155,7 @@ Example:
 }
 
 // heldList lists held receipts from a data folder, a store or a server.
-func heldList(ctx context.Context, l logStore, approver, wf string) (*api.HeldList, error) {
+func heldList(ctx context.Context, l clikit.LogStore, approver, wf string) (*api.HeldList, error) {
 	switch s := l.(type) {
 	case *remotelog.Log:
 		return s.Client().Approvals(ctx, approver, wf)

@@ -1,4 +1,8 @@
-package main
+// Package authorcmd holds the commands that author, sign and submit
+// statements as a principal or an agent (principal, confirm, delegate,
+// receipt, stop, resume, revoke) and the approval commands (approve,
+// approvals). Authoring itself is package internal/author's.
+package authorcmd
 
 import (
 	"context"
@@ -11,6 +15,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/sign"
 	"github.com/custodylog/custody/statement"
@@ -26,15 +31,15 @@ import (
 // authorFlags are the flags every authoring command has; keyFlag names the
 // signer's key flag ("key", or "admin-key" for principal).
 func authorFlags(keyFlag, keyUsage string) []cli.Flag {
-	return withRemote(
-		dirFlag(),
+	return clikit.WithRemote(
+		clikit.DirFlag(),
 		&cli.StringFlag{Name: keyFlag, Usage: keyUsage, Required: true, TakesFile: true},
 		&cli.StringFlag{Name: "id", Usage: "the statement id (default: <kind>_<8 random hex>)"},
 		&cli.StringFlag{Name: "actor", Usage: "the signer's name (default: the name the ledger binds to the key)"},
 		&cli.StringFlag{Name: "out", Usage: "write the signed envelope to this file (- for standard output) instead of appending it", TakesFile: true},
 		&cli.Uint64Flag{Name: "seq", HideDefault: true, Usage: "with --out: the seq to use (default: the key's next seq in the ledger)"},
 		&cli.StringFlag{Name: "origin", Usage: "with --out: the log's origin (default: the ledger's)"},
-		jsonFlag(),
+		clikit.JSONFlag(),
 	)
 }
 
@@ -47,7 +52,7 @@ type authoring struct {
 }
 
 func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*authoring, error) {
-	if _, err := args(c, 0, 0, ""); err != nil {
+	if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 		return nil, err
 	}
 	if err := checkEnums(c); err != nil {
@@ -57,7 +62,7 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 	if !a.offline {
 		for _, f := range []string{"seq", "origin"} {
 			if c.IsSet(f) {
-				return nil, usage(c, "--%s is for --out (when appending, the ledger decides it)", f)
+				return nil, clikit.Usage(c, "--%s is for --out (when appending, the ledger decides it)", f)
 			}
 		}
 	}
@@ -65,7 +70,7 @@ func beginAuthoring(ctx context.Context, c *cli.Command, keyFlag string) (*autho
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	a.Session = author.New(priv, func() (author.Log, error) { return openStore(ctx, c) }, a.offline)
+	a.Session = author.New(priv, func() (author.Log, error) { return clikit.OpenStore(ctx, c) }, a.offline)
 	a.Actor, a.Origin, a.Seq = c.String("actor"), c.String("origin"), c.Uint64("seq")
 	if !a.offline {
 		if _, err := a.Log("append"); err != nil {
@@ -87,7 +92,7 @@ func (a *authoring) id(prefix string) string {
 // header fills the common fields of a statement of kind k.
 func (a *authoring) header(k statement.Kind) (statement.Header, error) {
 	if a.c.IsSet("seq") && a.Seq == 0 {
-		return statement.Header{}, usage(a.c, "--seq must be at least 1")
+		return statement.Header{}, clikit.Usage(a.c, "--seq must be at least 1")
 	}
 	return a.Header(k)
 }
@@ -97,7 +102,7 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	name := a.c.FullName()
 	var te *author.TTLError
 	if err := a.Precheck(st); errors.As(err, &te) {
-		return usage(a.c, "%v", err)
+		return clikit.Usage(a.c, "%v", err)
 	}
 	raw, out, err := a.Sign(st)
 	if err != nil {
@@ -112,26 +117,26 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	}
 	w, stderr := a.c.Root().Writer, a.c.Root().ErrWriter
 	if a.c.Bool("json") {
-		if err := writeJSON(w, out); err != nil {
+		if err := clikit.WriteJSON(w, out); err != nil {
 			return err
 		}
 	}
 	switch {
 	case out.Verdict == "refused":
-		fmt.Fprintf(stderr, "refused: %s: %s (nothing was logged)\n", out.ReasonCode, safeText(out.Reason))
-		return deniedErr()
+		fmt.Fprintf(stderr, "refused: %s: %s (nothing was logged)\n", out.ReasonCode, clikit.SafeText(out.Reason))
+		return clikit.Denied()
 	case a.c.Bool("json"):
 	case out.Verdict == "held":
-		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", out.Kind, safeText(out.ID), *out.Index, out.ExpiresAt, out.CheckpointSize)
+		fmt.Fprintf(w, "held: %s %s at index %d until %s (checkpoint size %d): the step waits for approval\n", out.Kind, clikit.SafeText(out.ID), *out.Index, out.ExpiresAt, out.CheckpointSize)
 		for _, r := range out.Rules {
-			fmt.Fprintf(w, "needs: %d of %s (rule %s of %s)\n", r.Quorum, safeText(strings.Join(r.Approvers, ", ")), safeText(r.RuleID), safeText(r.Grant))
+			fmt.Fprintf(w, "needs: %d of %s (rule %s of %s)\n", r.Quorum, clikit.SafeText(strings.Join(r.Approvers, ", ")), clikit.SafeText(r.RuleID), clikit.SafeText(r.Grant))
 		}
 	case out.Verdict == "accepted":
 		dup := ""
 		if out.Duplicate {
 			dup = " (duplicate: accepted before)"
 		}
-		fmt.Fprintf(w, "accepted: %s %s at index %d (checkpoint size %d)%s\n", out.Kind, safeText(out.ID), *out.Index, out.CheckpointSize, dup)
+		fmt.Fprintf(w, "accepted: %s %s at index %d (checkpoint size %d)%s\n", out.Kind, clikit.SafeText(out.ID), *out.Index, out.CheckpointSize, dup)
 		if out.ScopeHash != "" {
 			fmt.Fprintf(w, "scope_hash %s\n", out.ScopeHash)
 		}
@@ -141,12 +146,12 @@ func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 			fmt.Fprintf(w, "keyid %s (compare it with the key id the person's device or page shows)\n", out.KeyID)
 		}
 		for _, n := range out.Notes {
-			fmt.Fprintf(w, "note: %s\n", safeText(n))
+			fmt.Fprintf(w, "note: %s\n", clikit.SafeText(n))
 		}
 	}
 	if out.Verdict != "accepted" && out.Verdict != "held" {
-		fmt.Fprintf(stderr, "denied: %s: %s (DENIAL at index %d)\n", out.ReasonCode, safeText(out.Reason), *out.Index)
-		return deniedErr()
+		fmt.Fprintf(stderr, "denied: %s: %s (DENIAL at index %d)\n", out.ReasonCode, clikit.SafeText(out.Reason), *out.Index)
+		return clikit.Denied()
 	}
 	return nil
 }
@@ -164,13 +169,14 @@ func (a *authoring) write(raw []byte, out author.Outcome) error {
 		return fmt.Errorf("%s: %w", a.c.FullName(), err)
 	}
 	if a.c.Bool("json") {
-		return writeJSON(a.c.Root().Writer, out)
+		return clikit.WriteJSON(a.c.Root().Writer, out)
 	}
-	fmt.Fprintf(a.c.Root().Writer, "wrote %s %s (seq %d) to %s; submit it with: custody append %s\n", out.Kind, safeText(out.ID), out.Seq, file, file)
+	fmt.Fprintf(a.c.Root().Writer, "wrote %s %s (seq %d) to %s; submit it with: custody append %s\n", out.Kind, clikit.SafeText(out.ID), out.Seq, file, file)
 	return nil
 }
 
-func principalCommand() *cli.Command {
+// PrincipalCommand is `custody principal`.
+func PrincipalCommand() *cli.Command {
 	sub := func(op, usageLine, desc string) *cli.Command {
 		flags := append(authorFlags("admin-key", "the admin's private key file"),
 			&cli.StringFlag{Name: "name", Usage: "the principal's name, like user:alice", Required: op != statement.OpRetire},
@@ -186,7 +192,7 @@ func principalCommand() *cli.Command {
 			Flags:       flags,
 			Action: func(ctx context.Context, c *cli.Command) error {
 				if (c.String("public-key") == "") == (c.String("passkey") == "") {
-					return usage(c, "give exactly one of --public-key (an Ed25519 key) and --passkey (a passkey file)")
+					return clikit.Usage(c, "give exactly one of --public-key (an Ed25519 key) and --passkey (a passkey file)")
 				}
 				var doc statement.PrincipalDoc
 				var keyID string
@@ -303,10 +309,10 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 		Steps: c.StringSlice("step"), Targets: c.StringSlice("target"), Capabilities: c.StringSlice("capability"),
 		Principals: c.StringSlice("principal"), Revocable: c.Bool("revocable")}
 	if spec.Limits, err = author.ParseAmounts("limit", c.StringSlice("limit")); err != nil {
-		return statement.Grant{}, usage(c, "%v", err)
+		return statement.Grant{}, clikit.Usage(c, "%v", err)
 	}
 	if spec.TTLSeconds, err = author.Seconds("ttl", c.Duration("ttl")); err != nil {
-		return statement.Grant{}, usage(c, "%v", err)
+		return statement.Grant{}, clikit.Usage(c, "%v", err)
 	}
 	if file := c.String("approvals"); file != "" {
 		if spec.Approvals, err = os.ReadFile(file); err != nil {
@@ -317,7 +323,8 @@ func grantFromFlags(c *cli.Command, workflow string) (statement.Grant, error) {
 	return spec.Grant()
 }
 
-func confirmCommand() *cli.Command {
+// ConfirmCommand is `custody confirm`.
+func ConfirmCommand() *cli.Command {
 	flags := append(authorFlags("key", "the principal's private key file"), grantFlags()...)
 	flags = append(flags,
 		&cli.StringFlag{Name: "workflow", Usage: "the workflow the grant is for", Required: true},
@@ -360,7 +367,8 @@ Example:
 	}
 }
 
-func delegateCommand() *cli.Command {
+// DelegateCommand is `custody delegate`.
+func DelegateCommand() *cli.Command {
 	flags := append(authorFlags("key", "the delegating agent's private key file"), grantFlags()...)
 	flags = append(flags,
 		&cli.StringFlag{Name: "parent", Usage: "the id of the grant being delegated (a CONFIRM or DELEGATE)", Required: true},
@@ -409,7 +417,8 @@ Example:
 	}
 }
 
-func receiptCommand() *cli.Command {
+// ReceiptCommand is `custody receipt`.
+func ReceiptCommand() *cli.Command {
 	flags := append(authorFlags("key", "the acting agent's private key file"),
 		&cli.StringFlag{Name: "result", Value: statement.ResultPending, Usage: "pending (before the step), or success, failure, partial (after it)"},
 		&cli.StringFlag{Name: "auth", Usage: "the id of the grant the agent acts under (pending; outcomes default to the pending receipt's)"},
@@ -451,20 +460,20 @@ Example:
 			if pending {
 				for _, f := range []string{"auth", "step", "action", "target"} {
 					if c.String(f) == "" {
-						return usage(c, "a pending receipt needs --%s", f)
+						return clikit.Usage(c, "a pending receipt needs --%s", f)
 					}
 				}
 				for _, f := range []string{"pending-ref", "consumed", "error"} {
 					if c.IsSet(f) {
-						return usage(c, "--%s is for an outcome receipt (--result success|failure|partial)", f)
+						return clikit.Usage(c, "--%s is for an outcome receipt (--result success|failure|partial)", f)
 					}
 				}
 			} else {
 				if c.String("pending-ref") == "" {
-					return usage(c, "an outcome receipt (--result %s) needs --pending-ref", result)
+					return clikit.Usage(c, "an outcome receipt (--result %s) needs --pending-ref", result)
 				}
 				if c.IsSet("reserve") {
-					return usage(c, "--reserve is for a pending receipt")
+					return clikit.Usage(c, "--reserve is for a pending receipt")
 				}
 			}
 			a, err := beginAuthoring(ctx, c, "key")
@@ -480,13 +489,13 @@ Example:
 				r.EvidenceRefs = nil
 			}
 			if r.Reserve, err = author.ParseAmounts("reserve", c.StringSlice("reserve")); err != nil {
-				return usage(c, "%v", err)
+				return clikit.Usage(c, "%v", err)
 			}
 			if r.Consumed, err = author.ParseAmounts("consumed", c.StringSlice("consumed")); err != nil {
-				return usage(c, "%v", err)
+				return clikit.Usage(c, "%v", err)
 			}
 			if r.SideEffects, err = author.ParsePairs("side-effect", c.StringSlice("side-effect")); err != nil {
-				return usage(c, "%v", err)
+				return clikit.Usage(c, "%v", err)
 			}
 			if !pending {
 				if err := a.CompleteOutcome(r, "--pending-ref"); err != nil {
@@ -505,7 +514,8 @@ Example:
 	}
 }
 
-func stopCommand() *cli.Command {
+// StopCommand is `custody stop`.
+func StopCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file (the workflow's owner, a grantee in it, or the admin)"),
 		&cli.StringFlag{Name: "workflow", Usage: "the workflow to stop", Required: true},
 		&cli.StringFlag{Name: "scope", Usage: "step (one step and the steps below it) or chain (the whole workflow)", Required: true},
@@ -546,7 +556,8 @@ Example:
 	}
 }
 
-func resumeCommand() *cli.Command {
+// ResumeCommand is `custody resume`.
+func ResumeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
 		&cli.StringFlag{Name: "stop-ref", Usage: "the id of the STOP to lift", Required: true},
 		&cli.StringFlag{Name: "workflow", Usage: "the workflow (default: the STOP's)"},
@@ -582,7 +593,8 @@ Example:
 	}
 }
 
-func revokeCommand() *cli.Command {
+// RevokeCommand is `custody revoke`.
+func RevokeCommand() *cli.Command {
 	flags := append(authorFlags("key", "the signer's private key file"),
 		&cli.StringFlag{Name: "grant", Usage: "the `ID` of the grant to revoke (a CONFIRM or DELEGATE)", Required: true},
 		&cli.StringFlag{Name: "reason", Usage: "why, for the record", Required: true},
@@ -636,7 +648,7 @@ func checkEnums(c *cli.Command) error {
 			return nil
 		}
 		if v := c.String(flag); !slices.Contains(values, v) {
-			return usage(c, "--%s %q: want %s", flag, v, strings.Join(values, ", "))
+			return clikit.Usage(c, "--%s %q: want %s", flag, v, strings.Join(values, ", "))
 		}
 		return nil
 	}

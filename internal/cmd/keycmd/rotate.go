@@ -1,4 +1,4 @@
-package main
+package keycmd
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
@@ -48,18 +49,18 @@ Example:
    custody key rotate-log --dir ./custody-data --finish
    custody verify wf.bundle.json --log-key log.keys`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
 			&cli.StringFlag{Name: "new-key", Usage: "the new checkpoint key's private key file (default: generate keys/checkpoint-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
 			&cli.BoolFlag{Name: "finish", Usage: "end the rotation: the new key signs alone, the old one is retired"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -68,7 +69,7 @@ Example:
 			var r *ledger.Rotation
 			if c.Bool("finish") {
 				if c.String("new-key") != "" || c.Bool("encrypt") {
-					return usage(c, "--finish takes no --new-key or --encrypt: it retires the old key")
+					return clikit.Usage(c, "--finish takes no --new-key or --encrypt: it retires the old key")
 				}
 				r, err = ledger.FinishRotation(dir, opts)
 			} else {
@@ -86,7 +87,7 @@ Example:
 func startRotation(c *cli.Command, dir string, opts ledger.Options) (*ledger.Rotation, error) {
 	if f := c.String("new-key"); f != "" {
 		if c.Bool("encrypt") {
-			return nil, usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
+			return nil, clikit.Usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
 		}
 		abs, err := filepath.Abs(f)
 		if err != nil {
@@ -111,7 +112,8 @@ func startRotation(c *cli.Command, dir string, opts ledger.Options) (*ledger.Rot
 	return r, nil
 }
 
-type rotationInfo struct {
+// RotationInfo is what key rotate-log prints with --json.
+type RotationInfo struct {
 	Origin     string   `json:"origin"`
 	Size       uint64   `json:"size"`
 	Finished   bool     `json:"finished"`
@@ -124,14 +126,14 @@ type rotationInfo struct {
 
 func printRotation(c *cli.Command, dir string, r *ledger.Rotation) error {
 	finished := c.Bool("finish")
-	info := rotationInfo{Origin: r.Origin, Size: r.Size, Finished: finished, Signing: r.Signing, Retired: r.Retired,
+	info := RotationInfo{Origin: r.Origin, Size: r.Size, Finished: finished, Signing: r.Signing, Retired: r.Retired,
 		KeySet: r.Keys, Checkpoint: string(r.Checkpoint)}
 	if !finished {
 		info.KeyFile = r.KeyFile
 	}
 	w := c.Root().Writer
 	if c.Bool("json") {
-		return writeJSON(w, info)
+		return clikit.WriteJSON(w, info)
 	}
 	if finished {
 		fmt.Fprintf(w, "checkpoint key rotation of %s finished at size %d\n", r.Origin, r.Size)

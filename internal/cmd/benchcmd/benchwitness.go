@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/witnessproc"
 )
 
@@ -55,17 +56,17 @@ Example:
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as JSON"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			if n := c.Int("appends"); n < 100 || n > 10_000_000 {
-				return usage(c, "--appends %d: want 100..10000000", n)
+				return clikit.Usage(c, "--appends %d: want 100..10000000", n)
 			}
 			if n := c.Int("clients"); n < 1 || n > 4096 {
-				return usage(c, "--clients %d: want 1..4096", n)
+				return clikit.Usage(c, "--clients %d: want 1..4096", n)
 			}
 			if d := c.Duration("witness-interval"); d < 0 || d > time.Minute {
-				return usage(c, "--witness-interval %s: want 0..1m", d)
+				return clikit.Usage(c, "--witness-interval %s: want 0..1m", d)
 			}
 			bin := c.String("witness-bin")
 			if bin == "" {

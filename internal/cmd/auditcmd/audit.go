@@ -1,4 +1,7 @@
-package main
+// Package auditcmd holds the commands that check a log someone else runs
+// or ran: audit (a whole log, every tile and decision), replay (one
+// workflow, for an incident) and watch (a served log over time).
+package auditcmd
 
 import (
 	"context"
@@ -10,13 +13,12 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
 	"github.com/custodylog/custody/ledger"
 	"github.com/custodylog/custody/merkle"
 )
-
-func init() { register(auditCommand) }
 
 // ledgerFetcher serves a ledger's committed tiles and entry bundles in the
 // tlog-tiles layout, so that an audit of a data folder reads exactly what
@@ -44,9 +46,10 @@ func (f ledgerFetcher) Fetch(_ context.Context, path string) ([]byte, error) {
 }
 
 // tilesFetcher reads an exported log from a folder or a URL.
-func tilesFetcher(loc string) audit.Fetcher { return audit.Open(loc, "custody/"+version()) }
+func tilesFetcher(loc string) audit.Fetcher { return audit.Open(loc, "custody/"+clikit.Version()) }
 
-func auditCommand() *cli.Command {
+// AuditCommand is `custody audit`.
+func AuditCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "audit",
 		Usage:     "check a whole log: every tile, the root, every envelope and every decision",
@@ -84,38 +87,38 @@ Example:
    custody export --dir ./custody-data --tiles ./public/log
    custody audit --tiles ./public/log --log-key "$(custody checkpoint --dir ./custody-data --verifier-key)"`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
-			locFlag(location.Tiles, "audit an exported log in this `FOLDER` (or at this http(s) URL) instead of a ledger"),
-			locFlag(location.Ledger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
-			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles, and with --ledger the server's own is used on first use"),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
+			clikit.LocFlag(location.Tiles, "audit an exported log in this `FOLDER` (or at this http(s) URL) instead of a ledger"),
+			clikit.LocFlag(location.Ledger, "audit the tiles a custody server at this `URL` serves ($CUSTODY_LEDGER)"),
+			clikit.LogKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; required with --tiles, and with --ledger the server's own is used on first use"),
 			&cli.IntFlag{Name: "max-flags", Value: 100, Usage: "list at most this many flags (all are counted)"},
-			policyFlag(),
-			jsonFlag(),
+			clikit.PolicyFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			policy, err := policyArg(c)
+			policy, err := clikit.PolicyArg(c)
 			if err != nil {
 				return err
 			}
 			opts := audit.Options{MaxFlags: int(c.Int("max-flags")), Policy: policy}
 			var fetcher audit.Fetcher
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
 			switch loc.Kind {
 			case location.Tiles:
-				vkey, err := verifierKeyArg(c, "log-key")
+				vkey, err := clikit.VerifierKeyArg(c, "log-key")
 				if err != nil {
 					return err
 				}
 				opts.VerifierKey, fetcher = vkey, tilesFetcher(loc.Value)
 			case location.Ledger:
-				vkey, err := optionalLogKey(c)
+				vkey, err := clikit.OptionalLogKey(c)
 				if err != nil {
 					return err
 				}
@@ -126,27 +129,27 @@ Example:
 				opts.VerifierKey, fetcher = cl.VerifierKey(), tilesFetcher(loc.Value)
 			default:
 				if policy != nil {
-					return usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
+					return clikit.Usage(c, "--policy goes with --tiles or --ledger: a ledger's data folder keeps no witness cosignatures (a server gathers them as it serves)")
 				}
-				l, err := openLedgerAt(c, loc, true)
+				l, err := clikit.OpenLedgerAt(c, loc, true)
 				if err != nil {
 					if errors.Is(err, ledger.ErrLocked) {
 						return fmt.Errorf("audit: %w; if a server (custody serve) holds it, audit what it serves: custody audit --ledger http://HOST:PORT, or --tiles http://HOST:PORT --log-key VKEY", err)
 					}
 					if errors.Is(err, ledger.ErrDamaged) || errors.Is(err, ledger.ErrRolledBack) {
-						return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", err)}
+						return &clikit.ExitError{Code: clikit.ExitVerify, Err: fmt.Errorf("audit: %w", err)}
 					}
 					return err
 				}
 				defer l.Close()
 				opts.VerifierKey = l.VerifierKey()
 				if c.IsSet("log-key") {
-					if opts.VerifierKey, err = verifierKeyArg(c, "log-key"); err != nil {
+					if opts.VerifierKey, err = clikit.VerifierKeyArg(c, "log-key"); err != nil {
 						return err
 					}
 				}
 				if d := l.Damage(); d != nil {
-					return &exitErr{code: exitVerify, err: fmt.Errorf("audit: %w", d)}
+					return &clikit.ExitError{Code: clikit.ExitVerify, Err: fmt.Errorf("audit: %w", d)}
 				}
 				head := l.Head()
 				if head.Checkpoint == nil {
@@ -155,22 +158,22 @@ Example:
 				opts.Checkpoint, opts.State, fetcher = head.Checkpoint, l.StateRecords, ledgerFetcher{l}
 			}
 			stderr := c.Root().ErrWriter
-			var bar *progress
-			if isTerminal(stderr) {
-				bar = &progress{w: stderr}
+			var bar *clikit.Progress
+			if clikit.IsTerminal(stderr) {
+				bar = &clikit.Progress{W: stderr}
 				start := time.Now()
 				opts.Progress = func(done, total uint64) {
-					bar.show(done == total, "%s", audit.ProgressLine(done, total, time.Since(start)))
+					bar.Show(done == total, "%s", audit.ProgressLine(done, total, time.Since(start)))
 				}
 			}
 			rep, err := audit.Run(ctx, fetcher, opts)
-			bar.clear()
+			bar.Clear()
 			if err != nil {
 				return fmt.Errorf("audit: %w", err)
 			}
 			w := c.Root().Writer
 			if c.Bool("json") {
-				err = writeJSON(w, rep)
+				err = clikit.WriteJSON(w, rep)
 			} else {
 				err = rep.WriteText(w)
 			}
@@ -178,7 +181,7 @@ Example:
 				return err
 			}
 			if !rep.Clean() {
-				return &exitErr{code: exitVerify, quiet: true}
+				return &clikit.ExitError{Code: clikit.ExitVerify, Quiet: true}
 			}
 			return nil
 		},

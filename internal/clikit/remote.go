@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/custodylog/custody/verify"
 )
 
-// logStore is what the authoring and reading commands need of a log: the
+// LogStore is what the authoring and reading commands need of a log: the
 // ledger in a data folder (*ledger.Ledger), or a server reached with
 // --ledger (remotelog.Log), so that each command reads the same either way.
-type logStore interface {
+type LogStore interface {
 	Origin() string
 	VerifierKey() string
 	Head() ledger.Head
@@ -35,43 +35,43 @@ type logStore interface {
 }
 
 var (
-	_ logStore = (*ledger.Ledger)(nil)
-	_ logStore = (*remotelog.Log)(nil)
+	_ LogStore = (*ledger.Ledger)(nil)
+	_ LogStore = (*remotelog.Log)(nil)
 )
 
 // remoteFlags are the flags that point a command at a server instead of a
 // data folder.
 func remoteFlags() []cli.Flag {
 	return []cli.Flag{
-		locFlag(location.Ledger, ""),
-		logKeyFlag("with --ledger: the checkpoint verifier key every answer is checked against (default: ask the server, trust on first use)"),
+		LocFlag(location.Ledger, ""),
+		LogKeyFlag("with --ledger: the checkpoint verifier key every answer is checked against (default: ask the server, trust on first use)"),
 	}
 }
 
-// withRemote returns flags with --store and the remote flags after the
+// WithRemote returns flags with --store and the remote flags after the
 // first one (--dir).
-func withRemote(flags ...cli.Flag) []cli.Flag {
-	return append(append(append(flags[:1:1], locFlag(location.Store, "")), remoteFlags()...), flags[1:]...)
+func WithRemote(flags ...cli.Flag) []cli.Flag {
+	return append(append(append(flags[:1:1], LocFlag(location.Store, "")), remoteFlags()...), flags[1:]...)
 }
 
-// openStore opens the log where c reads and writes (resolveLocation): a
+// OpenStore opens the log where c reads and writes (ResolveLocation): a
 // server, a store or a data folder.
-func openStore(ctx context.Context, c *cli.Command) (logStore, error) {
+func OpenStore(ctx context.Context, c *cli.Command) (LogStore, error) {
 	return openStoreMode(ctx, c, false)
 }
 
-// openStoreRO is openStore for the commands that only read.
-func openStoreRO(ctx context.Context, c *cli.Command) (logStore, error) {
+// OpenStoreRO is OpenStore for the commands that only read.
+func OpenStoreRO(ctx context.Context, c *cli.Command) (LogStore, error) {
 	return openStoreMode(ctx, c, true)
 }
 
-func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore, error) {
-	loc, err := resolveLocation(c)
+func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (LogStore, error) {
+	loc, err := ResolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
 	if loc.Kind == location.Ledger {
-		vkey, err := optionalLogKey(c)
+		vkey, err := OptionalLogKey(c)
 		if err != nil {
 			return nil, err
 		}
@@ -81,9 +81,9 @@ func openStoreMode(ctx context.Context, c *cli.Command, readOnly bool) (logStore
 		}
 		return remotelog.Open(ctx, cl)
 	} else if c.IsSet("log-key") {
-		return nil, usage(c, "--log-key goes with --ledger (the ledger at %s is checked against its own key)", loc)
+		return nil, Usage(c, "--log-key goes with --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedgerAt(c, loc, readOnly)
+	l, err := OpenLedgerAt(c, loc, readOnly)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package auditcmd
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/audit"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/textsafe"
 	"github.com/custodylog/custody/witness"
 )
 
-func init() { register(watchCommand) }
-
-func watchCommand() *cli.Command {
+// WatchCommand is `custody watch`.
+func WatchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "watch",
 		Usage:     "monitor a served log: alert on a split view, a rollback or an inconsistent extension",
@@ -55,33 +55,33 @@ Example:
    custody watch --ledger https://log.example.com/custody --log-key log.vkey --state ./monitor.checkpoint
    custody watch --ledger http://localhost:8080 --log-key log.vkey --state ./cp --interval 1m`,
 		Flags: []cli.Flag{
-			locFlag(location.Ledger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
-			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
+			clikit.LocFlag(location.Ledger, "the log's base `URL` (…/checkpoint and …/tile/… below it; $CUSTODY_LEDGER)"),
+			clikit.LogKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it"),
 			&cli.StringFlag{Name: "state", Usage: "the `FILE` holding the last checkpoint seen (created on the first run)", TakesFile: true},
 			&cli.DurationFlag{Name: "interval", Usage: "keep watching, looking again every interval (0: look once)"},
-			policyFlag(),
-			jsonFlag(),
+			clikit.PolicyFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
 			url, state := loc.Value, c.String("state")
 			if state == "" {
-				return usage(c, "--state FILE is required")
+				return clikit.Usage(c, "--state FILE is required")
 			}
 			if c.Duration("interval") < 0 {
-				return usage(c, "--interval must not be negative")
+				return clikit.Usage(c, "--interval must not be negative")
 			}
-			vkey, err := verifierKeyArg(c, "log-key")
+			vkey, err := clikit.VerifierKeyArg(c, "log-key")
 			if err != nil {
 				return err
 			}
-			policy, err := policyArg(c)
+			policy, err := clikit.PolicyArg(c)
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ Example:
 			interval := c.Duration("interval")
 			if interval > 0 {
 				fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: watching %s every %s (state %s)\n",
-					time.Now().UTC().Format(time.RFC3339), safeText(url), interval, state)
+					time.Now().UTC().Format(time.RFC3339), clikit.SafeText(url), interval, state)
 			}
 			for {
 				res, err := watchOnce(ctx, c, f, vkey, state, policy)
@@ -97,11 +97,11 @@ Example:
 				case err != nil && interval == 0:
 					return fmt.Errorf("watch: %w", err)
 				case err != nil:
-					fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: %s (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), oneLine(err.Error()), interval)
+					fmt.Fprintf(c.Root().ErrWriter, "%s custody watch: %s (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), clikit.OneLine(err.Error()), interval)
 				case res.Alert:
-					return &exitErr{code: exitVerify, quiet: true}
+					return &clikit.ExitError{Code: clikit.ExitVerify, Quiet: true}
 				case res.Outcome == audit.WatchUnwitnessed && interval == 0:
-					return &exitErr{code: exitVerify, quiet: true}
+					return &clikit.ExitError{Code: clikit.ExitVerify, Quiet: true}
 				}
 				if interval == 0 {
 					return nil
@@ -130,7 +130,7 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 		return nil, err
 	}
 	if res.Keep != nil && (old == nil || string(old) != string(res.Keep)) {
-		if err := writeFileAtomic(state, res.Keep); err != nil {
+		if err := clikit.WriteFileAtomic(state, res.Keep); err != nil {
 			return nil, fmt.Errorf("updating --state: %w", err)
 		}
 	}
@@ -143,7 +143,7 @@ func watchOnce(ctx context.Context, c *cli.Command, f audit.Fetcher, vkey, state
 			ServedCheckpoint string              `json:"served_checkpoint"`
 			Witnesses        *witness.Evaluation `json:"witnesses,omitempty"`
 		}{res, time.Now().UTC().Format(time.RFC3339), string(old), string(res.Checkpoint), ev}
-		return res, writeJSON(w, out)
+		return res, clikit.WriteJSON(w, out)
 	}
 	stamp := time.Now().UTC().Format(time.RFC3339)
 	if res.Outcome == audit.WatchUnwitnessed {

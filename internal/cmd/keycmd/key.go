@@ -1,4 +1,6 @@
-package main
+// Package keycmd is the key command and its subcommands: generate, public,
+// rotate-log (the checkpoint key) and rotate-denial (the DENIAL key).
+package keycmd
 
 import (
 	"context"
@@ -11,12 +13,14 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/sign"
 )
 
-func keyCommand() *cli.Command {
+// KeyCommand is `custody key`.
+func KeyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "key",
 		Usage: "make Ed25519 key files and show their public keys",
@@ -52,10 +56,10 @@ Example:
 			&cli.StringFlag{Name: "name", Usage: "the name you will bind the key to (printed as a reminder)"},
 			&cli.BoolFlag{Name: "force", Usage: "replace an existing file"},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect the file with a passphrase"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			out := c.String("out")
@@ -63,7 +67,7 @@ Example:
 				// Checked here, where the name is first typed, not only
 				// when principal enroll or a grant would refuse it.
 				if err := scope.CheckIdentifier(name); err != nil {
-					return usage(c, "--name: %v: a principal or agent name is what principal enroll and --grantee take; nothing was written", err)
+					return clikit.Usage(c, "--name: %v: a principal or agent name is what principal enroll and --grantee take; nothing was written", err)
 				}
 			}
 			if !c.Bool("force") {
@@ -89,9 +93,9 @@ Example:
 			}
 			pub := priv.Public().(ed25519.PublicKey)
 			clear(priv)
-			info := keyInfo{File: out, PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Name: c.String("name"), Encrypted: len(pass) > 0}
+			info := KeyInfo{File: out, PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Name: c.String("name"), Encrypted: len(pass) > 0}
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, info)
+				return clikit.WriteJSON(c.Root().Writer, info)
 			}
 			w := c.Root().Writer
 			enc := ""
@@ -102,11 +106,11 @@ Example:
 			fmt.Fprintf(w, "public key  %s\n", info.PublicKey)
 			fmt.Fprintf(w, "key id      %s\n", info.KeyID)
 			if info.Name != "" {
-				fmt.Fprintf(w, "name        %s\n", safeText(info.Name))
+				fmt.Fprintf(w, "name        %s\n", clikit.SafeText(info.Name))
 				if strings.HasPrefix(info.Name, "agent:") {
-					fmt.Fprintf(w, "an agent's key is bound by the first grant naming it:\n   custody confirm ... --grantee %s --grantee-key %s\n", safeText(info.Name), info.PublicKey)
+					fmt.Fprintf(w, "an agent's key is bound by the first grant naming it:\n   custody confirm ... --grantee %s --grantee-key %s\n", clikit.SafeText(info.Name), info.PublicKey)
 				} else {
-					fmt.Fprintf(w, "bind it with:\n   custody principal enroll --admin-key ADMIN.key --name %s --public-key %s\n", safeText(info.Name), info.PublicKey)
+					fmt.Fprintf(w, "bind it with:\n   custody principal enroll --admin-key ADMIN.key --name %s --public-key %s\n", clikit.SafeText(info.Name), info.PublicKey)
 				}
 			}
 			return nil
@@ -114,8 +118,8 @@ Example:
 	}
 }
 
-// keyInfo is what key commands print with --json.
-type keyInfo struct {
+// KeyInfo is what key commands print with --json.
+type KeyInfo struct {
 	File      string `json:"file,omitempty"`
 	PublicKey string `json:"public_key"`
 	KeyID     string `json:"key_id"`
@@ -140,10 +144,10 @@ Example:
    custody key public --pem alice.key > alice.pub`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "pem", Usage: "print the public key as PKIX PEM"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := args(c, 1, 1, "the key FILE")
+			a, err := clikit.Args(c, 1, 1, "the key FILE")
 			if err != nil {
 				return err
 			}
@@ -160,9 +164,9 @@ Example:
 				_, err = w.Write(b)
 				return err
 			}
-			info := keyInfo{File: a[0], PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Private: private}
+			info := KeyInfo{File: a[0], PublicKey: sign.EncodePublicKey(pub), KeyID: sign.KeyID(pub), Private: private}
 			if c.Bool("json") {
-				return writeJSON(w, info)
+				return clikit.WriteJSON(w, info)
 			}
 			fmt.Fprintf(w, "public key  %s\nkey id      %s\n", info.PublicKey, info.KeyID)
 			return nil

@@ -1,4 +1,6 @@
-package main
+// Package benchcmd is the bench command and its subcommands (log, serve,
+// witness): measure the ledger on this machine and print one table.
+package benchcmd
 
 import (
 	"context"
@@ -14,10 +16,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/ledger"
 )
-
-func init() { register(benchCommand) }
 
 // benchSubcommands are commands under `custody bench` that other files add
 // with registerBench (such as `custody bench serve`), so that `bench` is
@@ -27,7 +28,8 @@ var benchSubcommands []func() *cli.Command
 // registerBench adds a subcommand to `custody bench`.
 func registerBench(f func() *cli.Command) { benchSubcommands = append(benchSubcommands, f) }
 
-func benchCommand() *cli.Command {
+// BenchCommand is `custody bench`.
+func BenchCommand() *cli.Command {
 	def := bench.DefaultConfig()
 	cmd := &cli.Command{
 		Name:  "bench",
@@ -99,7 +101,7 @@ Example:
 }
 
 func runBench(ctx context.Context, c *cli.Command) error {
-	if _, err := args(c, 0, 0, ""); err != nil {
+	if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 		return err
 	}
 	return benchWith(ctx, c)
@@ -139,21 +141,21 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 		Size: c.Int("size"), GrowthFrom: growthFrom(c.Int("growth-from")), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
 		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter, Store: c.String("store")}
 	if cfg.Store != "" && !ledger.IsStoreURL(cfg.Store) {
-		return usage(c, "--store %q: want a postgres:// URL", cfg.Store)
+		return clikit.Usage(c, "--store %q: want a postgres:// URL", cfg.Store)
 	}
 	for _, n := range []string{"size", "appends", "window", "http-appends", "http-clients", "leaves", "clients"} {
 		if c.Int(n) <= 0 {
-			return usage(c, "--%s must be positive", n)
+			return clikit.Usage(c, "--%s must be positive", n)
 		}
 	}
 	if cfg.Peer != "" && cfg.Peer != "tessera" {
-		return usage(c, "--peer %q: the one peer is tessera", cfg.Peer)
+		return clikit.Usage(c, "--peer %q: the one peer is tessera", cfg.Peer)
 	}
 	if p := c.String("phases"); p != "" {
 		for _, ph := range strings.Split(p, ",") {
 			ph = strings.TrimSpace(ph)
 			if !slices.Contains(bench.AllPhases, ph) {
-				return usage(c, "--phases: unknown phase %q (phases: %s)", ph, strings.Join(bench.AllPhases, ","))
+				return clikit.Usage(c, "--phases: unknown phase %q (phases: %s)", ph, strings.Join(bench.AllPhases, ","))
 			}
 			cfg.Phases = append(cfg.Phases, ph)
 		}
@@ -169,7 +171,7 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	if c.Bool("json") {
-		return writeJSON(c.Root().Writer, r)
+		return clikit.WriteJSON(c.Root().Writer, r)
 	}
 	fmt.Fprintln(c.Root().Writer)
 	r.WriteTable(c.Root().Writer)

@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"errors"
@@ -20,21 +20,21 @@ import (
 // urfave Sources): that is how an exported variable used to beat a typed
 // flag, or clash with it.
 
-// locCategory groups the location flags in --help and marks them for
-// locationKinds; configure replaces it with the rule as it applies to each
-// command (whereCategory), which keeps the prefix.
-const locCategory = "WHERE"
+// LocCategory groups the location flags in --help and marks them for
+// LocationKinds; cmd/custody's configure replaces it with the rule as it
+// applies to each command (WhereCategory), which keeps the prefix.
+const LocCategory = "WHERE"
 
-// whereCategory is the heading of a command's location flags in --help:
+// WhereCategory is the heading of a command's location flags in --help:
 // the rule, for the kinds the command takes.
-func whereCategory(kinds []location.Kind) string {
+func WhereCategory(kinds []location.Kind) string {
 	var envs []string
 	for _, e := range location.Env {
 		if slices.Contains(kinds, e.Kind) {
 			envs = append(envs, "$"+e.Var)
 		}
 	}
-	s := locCategory + " (a typed flag wins"
+	s := LocCategory + " (a typed flag wins"
 	switch len(envs) {
 	case 0:
 	case 1:
@@ -48,10 +48,10 @@ func whereCategory(kinds []location.Kind) string {
 	return s + ")"
 }
 
-// locFlag makes the flag of a location kind; usageText overrides the
+// LocFlag makes the flag of a location kind; usageText overrides the
 // kind's usual sentence when not empty.
-func locFlag(k location.Kind, usageText string) cli.Flag {
-	f := &cli.StringFlag{Name: string(k), Category: locCategory, TakesFile: k != location.Ledger && k != location.Store}
+func LocFlag(k location.Kind, usageText string) cli.Flag {
+	f := &cli.StringFlag{Name: string(k), Category: LocCategory, TakesFile: k != location.Ledger && k != location.Store}
 	switch k {
 	case location.Dir:
 		f.Usage = "the ledger's data `FOLDER` ($CUSTODY_DIR; default " + location.DefaultDir + ")"
@@ -70,9 +70,9 @@ func locFlag(k location.Kind, usageText string) cli.Flag {
 	return f
 }
 
-// logFlag is --log, which names one log of a store or server; configure
-// gives it to every command that takes --store or --ledger.
-func logFlag() cli.Flag {
+// LogFlag is --log, which names one log of a store or server; cmd/custody's
+// configure gives it to every command that takes --store or --ledger.
+func LogFlag() cli.Flag {
 	return &cli.StringFlag{Name: "log", Usage: "with --store or --ledger: the `NAME` of the log, among the logs of one database or server (custody logs lists them; $" + location.LogEnv + "; default: the default log)"}
 }
 
@@ -88,31 +88,31 @@ func logArg(c *cli.Command) (name, from string) {
 	return "", ""
 }
 
-// dirFlag is --dir.
-func dirFlag() cli.Flag { return locFlag(location.Dir, "") }
+// DirFlag is --dir.
+func DirFlag() cli.Flag { return LocFlag(location.Dir, "") }
 
-// logKeyFlag is --log-key, the verifier key that answers from a server,
+// LogKeyFlag is --log-key, the verifier key that answers from a server,
 // a bundle or an export are checked against.
-func logKeyFlag(usageText string) cli.Flag {
+func LogKeyFlag(usageText string) cli.Flag {
 	return &cli.StringFlag{Name: "log-key", Usage: usageText + " ($" + location.LogKeyEnv + ")", TakesFile: true}
 }
 
-// locationKinds returns the kinds of location c takes, in its flags'
+// LocationKinds returns the kinds of location c takes, in its flags'
 // order.
-func locationKinds(c *cli.Command) []location.Kind {
+func LocationKinds(c *cli.Command) []location.Kind {
 	var out []location.Kind
 	for _, f := range c.Flags {
-		if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), locCategory) {
+		if cf, ok := f.(cli.CategorizableFlag); ok && strings.HasPrefix(cf.GetCategory(), LocCategory) {
 			out = append(out, location.Kind(f.Names()[0]))
 		}
 	}
 	return out
 }
 
-// resolveLocation decides where c reads and writes (package location's
+// ResolveLocation decides where c reads and writes (package location's
 // rule), from the location flags typed and --log.
-func resolveLocation(c *cli.Command) (location.Location, error) {
-	r := location.Request{Kinds: locationKinds(c), Typed: map[location.Kind]string{}, Getenv: os.Getenv}
+func ResolveLocation(c *cli.Command) (location.Location, error) {
+	r := location.Request{Kinds: LocationKinds(c), Typed: map[location.Kind]string{}, Getenv: os.Getenv}
 	for _, k := range r.Kinds {
 		if c.IsSet(string(k)) {
 			r.Typed[k] = c.String(string(k))
@@ -122,18 +122,18 @@ func resolveLocation(c *cli.Command) (location.Location, error) {
 	loc, err := location.Resolve(r)
 	var ue *location.UsageError
 	if errors.As(err, &ue) {
-		return loc, usage(c, "%v", ue)
+		return loc, Usage(c, "%v", ue)
 	}
 	return loc, err
 }
 
-// logKeyArg returns the verifier key typed with --log-key, or else
+// LogKeyArg returns the verifier key typed with --log-key, or else
 // $CUSTODY_LOG_KEY, and what said so; "" when neither.
-func logKeyArg(c *cli.Command) (value, from string) {
+func LogKeyArg(c *cli.Command) (value, from string) {
 	return location.LogKeyArg(c.String("log-key"), c.IsSet("log-key"), os.Getenv)
 }
 
-// openLedgerAt opens the ledger of a data folder or store location. The
+// OpenLedgerAt opens the ledger of a data folder or store location. The
 // log key may be passphrase-protected; the passphrase comes from
 // $CUSTODY_PASSPHRASE or the terminal.
 //
@@ -141,13 +141,13 @@ func logKeyArg(c *cli.Command) (value, from string) {
 // copy, so that nothing in it changes (not even what the storage engine
 // would cut from a damaged file), and a damaged one still opens, with a
 // warning, for inspection.
-func openLedgerAt(c *cli.Command, loc location.Location, readOnly bool) (*ledger.Ledger, error) {
-	return openLedgerAtWith(c, loc, ledger.Options{ReadOnly: readOnly})
+func OpenLedgerAt(c *cli.Command, loc location.Location, readOnly bool) (*ledger.Ledger, error) {
+	return OpenLedgerAtWith(c, loc, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerAtWith is openLedgerAt with options (serve's reserve and
+// OpenLedgerAtWith is OpenLedgerAt with options (serve's reserve and
 // ballast).
-func openLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options) (*ledger.Ledger, error) {
+func OpenLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options) (*ledger.Ledger, error) {
 	if loc.Kind != location.Dir && loc.Kind != location.Store {
 		return nil, fmt.Errorf("%s is not a ledger this command can open", loc)
 	}
@@ -165,17 +165,17 @@ func openLedgerAtWith(c *cli.Command, loc location.Location, opts ledger.Options
 	return l, nil
 }
 
-// openLedger resolves c's location and opens its ledger (readOnly for a
+// OpenLedger resolves c's location and opens its ledger (readOnly for a
 // command that only reads); the location must be a data folder or a store.
-func openLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
+func OpenLedger(c *cli.Command, readOnly bool) (*ledger.Ledger, error) {
 	return openLedgerWith(c, ledger.Options{ReadOnly: readOnly})
 }
 
-// openLedgerWith is openLedger with options.
+// openLedgerWith is OpenLedger with options.
 func openLedgerWith(c *cli.Command, opts ledger.Options) (*ledger.Ledger, error) {
-	loc, err := resolveLocation(c)
+	loc, err := ResolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
-	return openLedgerAtWith(c, loc, opts)
+	return OpenLedgerAtWith(c, loc, opts)
 }

@@ -1,4 +1,4 @@
-package main
+package ledgercmd
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/verify"
 )
 
-func proveCommand() *cli.Command {
+// ProveCommand is `custody prove`.
+func ProveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "prove",
 		Usage:     "write a self-contained proof of an entry for offline verification",
@@ -32,8 +34,8 @@ Example:
 
    custody prove --dir ./custody-data --id rcpt_1 --out rcpt_1.bundle.json
    custody verify rcpt_1.bundle.json --log-key "$(custody checkpoint --dir ./custody-data --verifier-key)"`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
 			&cli.BoolFlag{Name: "workflow", Usage: "include the workflow up to its latest entry, not just up to the subject"},
@@ -41,17 +43,17 @@ Example:
 			&cli.StringFlag{Name: "out", Usage: "the file to write (- for standard output)", Required: true},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			if c.IsSet("index") == c.IsSet("id") {
-				return usage(c, "give exactly one of --index and --id")
+				return clikit.Usage(c, "give exactly one of --index and --id")
 			}
 			format := c.String("format")
 			if format != "bundle" && format != "tlog-proof" {
-				return usage(c, "--format %q: use bundle or tlog-proof", format)
+				return clikit.Usage(c, "--format %q: use bundle or tlog-proof", format)
 			}
-			l, err := openStoreRO(ctx, c)
+			l, err := clikit.OpenStoreRO(ctx, c)
 			if err != nil {
 				return err
 			}

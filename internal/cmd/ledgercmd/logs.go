@@ -1,4 +1,4 @@
-package main
+package ledgercmd
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/storage/pgstore"
 )
 
-func init() { register(logsCommand) }
-
-func logsCommand() *cli.Command {
+// LogsCommand is `custody logs`.
+func LogsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",
 		Usage:     "list the logs of a PostgreSQL database",
@@ -36,14 +36,14 @@ Example:
    custody logs --store postgres://custody@db/custody
    custody logs --store postgres://custody@db/custody --json`,
 		Flags: []cli.Flag{
-			locFlag(location.Store, ""),
-			jsonFlag(),
+			clikit.LocFlag(location.Store, ""),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ Example:
 				if logs == nil {
 					logs = []pgstore.LogInfo{}
 				}
-				return writeJSON(c.Root().Writer, logs)
+				return clikit.WriteJSON(c.Root().Writer, logs)
 			}
 			if len(logs) == 0 {
 				base, _, _ := pgstore.SplitLog(pgstore.Redact(loc.Value))
@@ -84,7 +84,7 @@ Example:
 				if leader == "" {
 					leader = "none"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", safeText(li.Name), safeText(li.Origin), li.Size, li.Epoch, safeText(leader))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", clikit.SafeText(li.Name), clikit.SafeText(li.Origin), li.Size, li.Epoch, clikit.SafeText(leader))
 			}
 			return tw.Flush()
 		},

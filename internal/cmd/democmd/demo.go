@@ -1,4 +1,6 @@
-package main
+// Package democmd holds demo (the quick-start story on a fresh ledger) and
+// version.
+package democmd
 
 import (
 	"context"
@@ -10,12 +12,14 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/demo"
 	"github.com/custodylog/custody/internal/location"
 	buildversion "github.com/custodylog/custody/internal/version"
 )
 
-func demoCommand() *cli.Command {
+// DemoCommand is `custody demo`.
+func DemoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
 		Usage:     "run the quick-start story on a fresh ledger",
@@ -35,15 +39,15 @@ Example:
 
    custody demo --dir /tmp/custody-demo`,
 		Flags: []cli.Flag{
-			locFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
+			clikit.LocFlag(location.Dir, "the `FOLDER` to create the demo ledger in (default: demo-<time> in $CUSTODY_DIR, or in ./custody-data)"),
 			&cli.BoolFlag{Name: "force", Usage: "delete an existing ledger in --dir first"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -62,7 +66,7 @@ Example:
 			start := time.Now()
 			rep, err := demo.Run(ctx, dir, lines)
 			if c.Bool("json") && rep != nil {
-				if jerr := writeJSON(w, rep); jerr != nil && err == nil {
+				if jerr := clikit.WriteJSON(w, rep); jerr != nil && err == nil {
 					err = jerr
 				}
 			}
@@ -95,11 +99,8 @@ Example:
 	}
 }
 
-// version is the module version the binary was built from.
-// version is the one version string (internal/version).
-func version() string { return buildversion.String() }
-
-func versionCommand() *cli.Command {
+// VersionCommand is `custody version`.
+func VersionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
 		Usage:     "print the version",
@@ -114,14 +115,14 @@ same.
 Example:
 
    custody version --json`,
-		Flags: []cli.Flag{jsonFlag()},
+		Flags: []cli.Flag{clikit.JSONFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			info := buildversion.Get()
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, info)
+				return clikit.WriteJSON(c.Root().Writer, info)
 			}
 			_, err := fmt.Fprintf(c.Root().Writer, "custody %s (%s)\n", info, info.Go)
 			if err == nil && info.Version == "(devel)" && info.Revision == "" {

@@ -1,4 +1,9 @@
-package main
+// Package ledgercmd holds the commands that make a ledger and read what it
+// holds: init, append, get, checkpoint, proof, export, prove, and logs (the
+// logs of a database). What they do is in internal/submit, internal/location,
+// package ledger and internal/remotelog; these are the flags, their help and
+// the printing.
+package ledgercmd
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/entryview"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
@@ -26,7 +32,8 @@ import (
 	"github.com/custodylog/custody/statement"
 )
 
-func initCommand() *cli.Command {
+// InitCommand is `custody init`.
+func InitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "create a ledger in a data folder",
@@ -51,8 +58,8 @@ Example:
    custody init --dir ./custody-data --origin example.com/custody --admin-name admin
    custody init --store postgres://custody@db/custody --log payments --origin example.com/payments`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
 			&cli.StringFlag{Name: "origin", Usage: "the log's origin, like example.com/custody", Required: true},
 			&cli.StringFlag{Name: "admin-name", Value: "admin", Usage: "the admin key's name"},
 			&cli.StringFlag{Name: "admin-key", Usage: "use this private key as the admin key (default: generate D/keys/admin.key)", TakesFile: true},
@@ -60,26 +67,26 @@ Example:
 			&cli.IntFlag{Name: "max-depth", Value: statement.DefaultMaxDepth, Usage: "deepest delegation chain (1..16)"},
 			&cli.DurationFlag{Name: "clock-skew", Value: statement.DefaultClockSkewSeconds * time.Second, Usage: "how far a statement's timestamp may be from the ledger's clock"},
 			&cli.DurationFlag{Name: "max-ttl", Value: statement.DefaultMaxTTLSeconds * time.Second, Usage: "the longest ttl a grant may have"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
 			dir := loc.Value
 			o := ledger.InitOptions{AdminName: c.String("admin-name"), MaxDepth: int64(c.Int("max-depth"))}
 			if o.MaxDepth < 1 || o.MaxDepth > 16 {
-				return usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
+				return clikit.Usage(c, "--max-depth %d: want 1..16", o.MaxDepth)
 			}
 			if o.ClockSkewSeconds, err = author.Seconds("clock-skew", c.Duration("clock-skew")); err != nil {
-				return usage(c, "%v", err)
+				return clikit.Usage(c, "%v", err)
 			}
 			if o.MaxTTLSeconds, err = author.Seconds("max-ttl", c.Duration("max-ttl")); err != nil {
-				return usage(c, "%v", err)
+				return clikit.Usage(c, "%v", err)
 			}
 			adminFile := filepath.Join(dir, ledger.AdminKeyFile)
 			generated := false // the admin key was generated here, into a file of the current folder
@@ -136,16 +143,16 @@ Example:
 				return err
 			}
 			maxDepth, skew, maxTTL := gd.Params()
-			out := initInfo{Dir: dir, Log: loc.Log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
+			out := InitInfo{Dir: dir, Log: loc.Log, Origin: l.Origin(), VerifierKey: l.VerifierKey(), AdminName: gd.Actor,
 				AdminKeyFile: adminFile, AdminKeyID: sign.KeyID(adminPub), LogKeyFile: logFile,
 				MaxDepth: maxDepth, ClockSkewSeconds: skew, MaxTTLSeconds: maxTTL, Size: l.Head().Size}
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, out)
+				return clikit.WriteJSON(c.Root().Writer, out)
 			}
 			w := c.Root().Writer
 			fmt.Fprintf(w, "created ledger %s in %s\n", out.Origin, dir)
 			fmt.Fprintf(w, "verifier key  %s\n", out.VerifierKey)
-			fmt.Fprintf(w, "admin key     %s (name %s, key id %s)\n", adminFile, safeText(out.AdminName), out.AdminKeyID)
+			fmt.Fprintf(w, "admin key     %s (name %s, key id %s)\n", adminFile, clikit.SafeText(out.AdminName), out.AdminKeyID)
 			fmt.Fprintf(w, "log key       %s\n", logFile)
 			fmt.Fprintf(w, "parameters    max_depth %d, clock_skew %s, max_ttl %s\n", maxDepth, time.Duration(skew)*time.Second, time.Duration(maxTTL)*time.Second)
 			fmt.Fprintf(w, "\nNext steps:\n")
@@ -161,7 +168,8 @@ Example:
 	}
 }
 
-type initInfo struct {
+// InitInfo is what init prints with --json.
+type InitInfo struct {
 	Dir              string `json:"dir"`
 	Log              string `json:"log,omitempty"` // the log's name in its database
 	Origin           string `json:"origin"`
@@ -176,7 +184,8 @@ type initInfo struct {
 	Size             uint64 `json:"size"`
 }
 
-func appendCommand() *cli.Command {
+// AppendCommand is `custody append`.
+func AppendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "append",
 		Usage:     "submit signed envelopes to the ledger",
@@ -199,19 +208,19 @@ log is then not guaranteed. Output stays in input order.
 Example:
 
    custody append --dir ./custody-data envelopes.jsonl`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "envelopes in flight at once (only for independent envelopes)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per line"},
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := args(c, 0, 1, "")
+			a, err := clikit.Args(c, 0, 1, "")
 			if err != nil {
 				return err
 			}
 			n := c.Int("parallel")
 			if n < 1 || n > 4096 {
-				return usage(c, "--parallel %d: want 1..4096", n)
+				return clikit.Usage(c, "--parallel %d: want 1..4096", n)
 			}
 			name := "-"
 			if len(a) == 1 {
@@ -222,16 +231,16 @@ Example:
 				return fmt.Errorf("append: %w", err)
 			}
 			defer in.Close()
-			l, err := openStore(ctx, c)
+			l, err := clikit.OpenStore(ctx, c)
 			if err != nil {
 				return err
 			}
 			defer l.Close()
-			var bar *progress
+			var bar *clikit.Progress
 			// On a terminal the output lines are the progress; redirected, a
 			// large input gets a progress line on stderr instead.
-			if isTerminal(c.Root().ErrWriter) && !isTerminal(c.Root().Writer) && (total < 0 || total > 1<<20) {
-				bar = &progress{w: c.Root().ErrWriter}
+			if clikit.IsTerminal(c.Root().ErrWriter) && !clikit.IsTerminal(c.Root().Writer) && (total < 0 || total > 1<<20) {
+				bar = &clikit.Progress{W: c.Root().ErrWriter}
 			}
 			src, w, count := submit.NewInput(in, total), c.Root().Writer, 0
 			bad, err := submit.All(ctx, l, src, int(n), func(a submit.Answer) error {
@@ -246,18 +255,18 @@ Example:
 					fmt.Fprintln(w, appendText(a))
 				}
 				if pct := src.Percent(); pct >= 0 {
-					bar.show(false, "appended %d envelopes (%d%% of the input)", count, pct)
+					bar.Show(false, "appended %d envelopes (%d%% of the input)", count, pct)
 				} else {
-					bar.show(false, "appended %d envelopes", count)
+					bar.Show(false, "appended %d envelopes", count)
 				}
 				return nil
 			})
-			bar.clear()
+			bar.Clear()
 			if err != nil {
 				return fmt.Errorf("append: %w", err)
 			}
 			if bad > 0 {
-				return deniedErr()
+				return clikit.Denied()
 			}
 			return nil
 		},
@@ -292,13 +301,14 @@ func appendText(o submit.Answer) string {
 	case "held":
 		return fmt.Sprintf("held %d until %s%s", *o.Index, o.ExpiresAt, dup)
 	case "denied":
-		return fmt.Sprintf("denied %d %s: %s%s", *o.Index, o.ReasonCode, safeText(o.Reason), dup)
+		return fmt.Sprintf("denied %d %s: %s%s", *o.Index, o.ReasonCode, clikit.SafeText(o.Reason), dup)
 	default:
-		return fmt.Sprintf("refused: line %d: %s: %s", o.Line, o.ReasonCode, safeText(o.Reason))
+		return fmt.Sprintf("refused: line %d: %s: %s", o.Line, o.ReasonCode, clikit.SafeText(o.Reason))
 	}
 }
 
-func getCommand() *cli.Command {
+// GetCommand is `custody get`.
+func GetCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "get",
 		Usage:     "print one entry of the log",
@@ -313,20 +323,20 @@ bidirectional-override characters in free text are printed escaped.
 Example:
 
    custody get --dir ./custody-data --id confirm_42c1`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index"},
 			&cli.StringFlag{Name: "id", Usage: "a statement id (the entry of its statement or DENIAL)"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			if c.IsSet("index") == c.IsSet("id") {
-				return usage(c, "give exactly one of --index and --id")
+				return clikit.Usage(c, "give exactly one of --index and --id")
 			}
-			l, err := openStoreRO(ctx, c)
+			l, err := clikit.OpenStoreRO(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -342,7 +352,7 @@ Example:
 			}
 			out := entryview.Describe(e)
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, out)
+				return clikit.WriteJSON(c.Root().Writer, out)
 			}
 			out.WriteText(c.Root().Writer, l.Head().Size)
 			return nil
@@ -350,7 +360,8 @@ Example:
 	}
 }
 
-func checkpointCommand() *cli.Command {
+// CheckpointCommand is `custody checkpoint`.
+func CheckpointCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "checkpoint",
 		Usage:     "print the latest signed checkpoint, or the verifier key",
@@ -367,17 +378,17 @@ Example:
 
    custody checkpoint --dir ./custody-data > checkpoint.txt
    custody checkpoint --dir ./custody-data --verifier-key > log.vkey`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.BoolFlag{Name: "verifier-key", Usage: "print the checkpoint verifier key (what --log-key takes) instead of the checkpoint"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.Bool("verifier-key") && !c.Bool("json") {
 				// The key comes from the config and key files alone, so
 				// that it prints from a damaged folder too.
-				if loc, err := resolveLocation(c); err == nil && loc.Kind == location.Dir {
-					if _, err := args(c, 0, 0, ""); err != nil {
+				if loc, err := clikit.ResolveLocation(c); err == nil && loc.Kind == location.Dir {
+					if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 						return err
 					}
 					vk, err := ledger.FolderVerifierKey(loc.Value, ledger.Options{
@@ -394,13 +405,13 @@ Example:
 	}
 }
 
-var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
+var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l clikit.LogStore) error {
 	h := l.Head()
 	w := c.Root().Writer
 	var err error
 	switch {
 	case c.Bool("json"):
-		return writeJSON(w, checkpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
+		return clikit.WriteJSON(w, CheckpointInfo{Origin: l.Origin(), Size: h.Size, Root: h.Root.String(),
 			Checkpoint: string(h.Checkpoint), VerifierKey: l.VerifierKey()})
 	case c.Bool("verifier-key"):
 		_, err = fmt.Fprintln(w, l.VerifierKey())
@@ -410,7 +421,8 @@ var checkpointAction = readAction(func(ctx context.Context, c *cli.Command, l lo
 	return err
 })
 
-type checkpointInfo struct {
+// CheckpointInfo is what checkpoint prints with --json.
+type CheckpointInfo struct {
 	Origin      string `json:"origin"`
 	Size        uint64 `json:"size"`
 	Root        string `json:"root"`
@@ -418,7 +430,8 @@ type checkpointInfo struct {
 	VerifierKey string `json:"verifier_key"`
 }
 
-func proofCommand() *cli.Command {
+// ProofCommand is `custody proof`.
+func ProofCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "proof",
 		Usage: "print Merkle inclusion and consistency proofs",
@@ -446,20 +459,20 @@ so the proof can be checked offline.
 Example:
 
    custody proof inclusion --dir ./custody-data --index 3 --json`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.Uint64Flag{Name: "index", Usage: "the entry's index", Required: true},
 			&cli.Uint64Flag{Name: "size", Usage: "the tree size (default: the latest)"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		),
-		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
+		Action: readAction(func(ctx context.Context, c *cli.Command, l clikit.LogStore) error {
 			head := l.Head()
 			index, size := c.Uint64("index"), c.Uint64("size")
 			if !c.IsSet("size") {
 				size = head.Size
 			}
 			if size == 0 {
-				return usage(c, "--size must be at least 1")
+				return clikit.Usage(c, "--size must be at least 1")
 			}
 			proof, err := l.InclusionProof(index, size)
 			if err != nil {
@@ -480,7 +493,7 @@ Example:
 			if size == head.Size {
 				out.Checkpoint = string(head.Checkpoint)
 			}
-			return writeJSON(c.Root().Writer, out)
+			return clikit.WriteJSON(c.Root().Writer, out)
 		}),
 	}
 }
@@ -497,13 +510,13 @@ between the two checkpoints. --json adds both roots.
 Example:
 
    custody proof consistency --dir ./custody-data --from 10 --to 20 --json`,
-		Flags: withRemote(
-			dirFlag(),
+		Flags: clikit.WithRemote(
+			clikit.DirFlag(),
 			&cli.Uint64Flag{Name: "from", Usage: "the older tree size", Required: true},
 			&cli.Uint64Flag{Name: "to", Usage: "the newer tree size (default: the latest)"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		),
-		Action: readAction(func(ctx context.Context, c *cli.Command, l logStore) error {
+		Action: readAction(func(ctx context.Context, c *cli.Command, l clikit.LogStore) error {
 			from, to := c.Uint64("from"), c.Uint64("to")
 			if !c.IsSet("to") {
 				to = l.Head().Size
@@ -523,7 +536,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			return writeJSON(c.Root().Writer, api.Consistency{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
+			return clikit.WriteJSON(c.Root().Writer, api.Consistency{From: from, To: to, FromRoot: r1.String(), ToRoot: r2.String(), Proof: hashStrings(proof)})
 		}),
 	}
 }
@@ -545,7 +558,8 @@ func printHashes(w io.Writer, hs []merkle.Hash) error {
 	return nil
 }
 
-func exportCommand() *cli.Command {
+// ExportCommand is `custody export`.
+func ExportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write the log as static C2SP tlog-tiles files",
@@ -570,16 +584,16 @@ Example:
    custody export --dir ./custody-data --tiles ./public/log
    AWS_ENDPOINT_URL_S3=http://127.0.0.1:7070 custody export --dir ./custody-data --tiles s3://logs/prod`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
 			&cli.StringFlag{Name: "tiles", Usage: "the folder to write, or an s3://BUCKET/PREFIX to publish to", Required: true, TakesFile: true},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			l, err := openLedger(c, true)
+			l, err := clikit.OpenLedger(c, true)
 			if err != nil {
 				return err
 			}
@@ -591,22 +605,22 @@ Example:
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
-			var bar *progress
-			if isTerminal(c.Root().ErrWriter) {
-				bar = &progress{w: c.Root().ErrWriter}
+			var bar *clikit.Progress
+			if clikit.IsTerminal(c.Root().ErrWriter) {
+				bar = &clikit.Progress{W: c.Root().ErrWriter}
 			}
 			files := 0
 			err = ledger.Export(l, out, func(done, total int) {
 				files = total
-				bar.show(done == total, "exporting: %d/%d files", done, total)
+				bar.Show(done == total, "exporting: %d/%d files", done, total)
 			})
-			bar.clear()
+			bar.Clear()
 			if err != nil {
 				return err
 			}
 			h := l.Head()
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, map[string]any{"tiles": out, "origin": l.Origin(), "size": h.Size, "root": h.Root.String(), "files_written": files})
+				return clikit.WriteJSON(c.Root().Writer, map[string]any{"tiles": out, "origin": l.Origin(), "size": h.Size, "root": h.Root.String(), "files_written": files})
 			}
 			fmt.Fprintf(c.Root().Writer, "exported %s at size %d to %s (%d files)\n", l.Origin(), h.Size, out, files)
 			return nil
@@ -626,7 +640,7 @@ func exportBucket(ctx context.Context, c *cli.Command, l *ledger.Ledger, u strin
 	}
 	h := l.Head()
 	if c.Bool("json") {
-		return writeJSON(c.Root().Writer, map[string]any{"tiles": u, "origin": l.Origin(), "size": res.Size, "from": res.From,
+		return clikit.WriteJSON(c.Root().Writer, map[string]any{"tiles": u, "origin": l.Origin(), "size": res.Size, "from": res.From,
 			"root": h.Root.String(), "objects_written": res.Written, "objects_existing": res.Existing})
 	}
 	fmt.Fprintf(c.Root().Writer, "published %s at size %d to %s (from size %d; %d objects written, %d already there)\n",
@@ -635,7 +649,7 @@ func exportBucket(ctx context.Context, c *cli.Command, l *ledger.Ledger, u strin
 }
 
 // keyName returns the name bound to a key in the ledger.
-func keyName(l logStore, pub ed25519.PublicKey) (string, error) {
+func keyName(l clikit.LogStore, pub ed25519.PublicKey) (string, error) {
 	rec, err := l.KeyBinding(sign.KeyID(pub))
 	if err != nil {
 		return "", err
@@ -648,12 +662,12 @@ func keyName(l logStore, pub ed25519.PublicKey) (string, error) {
 
 // readAction is the action of a reading command that takes no arguments:
 // it opens the ledger (--dir or --ledger), runs f, and closes it.
-func readAction(f func(ctx context.Context, c *cli.Command, l logStore) error) cli.ActionFunc {
+func readAction(f func(ctx context.Context, c *cli.Command, l clikit.LogStore) error) cli.ActionFunc {
 	return func(ctx context.Context, c *cli.Command) error {
-		if _, err := args(c, 0, 0, ""); err != nil {
+		if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 			return err
 		}
-		l, err := openStoreRO(ctx, c)
+		l, err := clikit.OpenStoreRO(ctx, c)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,6 @@
-package main
+// Package gatecmd is the gate command, the MCP proxy that puts every tool
+// call under a grant (package gate does the gating).
+package gatecmd
 
 import (
 	"context"
@@ -13,11 +15,10 @@ import (
 
 	"github.com/custodylog/custody/client"
 	"github.com/custodylog/custody/gate"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 )
-
-func init() { register(gateCommand) }
 
 const gateExample = `{
   "tools": {
@@ -35,7 +36,8 @@ const gateExample = `{
   "passthrough": ["list_allowed_directories"]
 }`
 
-func gateCommand() *cli.Command {
+// GateCommand is `custody gate`.
+func GateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gate",
 		Usage: "an MCP proxy that puts every tool call under a grant",
@@ -118,8 +120,8 @@ Example:
      --key agent.pem --grant confirm_42 --config gate.json \
      -- npx -y @modelcontextprotocol/server-filesystem /srv/work`,
 		Flags: []cli.Flag{
-			locFlag(location.Ledger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
-			logKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it"),
+			clikit.LocFlag(location.Ledger, "the custody server's `URL` ($CUSTODY_LEDGER)"),
+			clikit.LogKeyFlag("the log's checkpoint verifier key (`VKEY`), or a file holding it; every answer is checked against it"),
 			&cli.StringFlag{Name: "key", Usage: "the agent's private key `FILE` (PKCS#8 PEM; the grant's grantee)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_KEY")},
 			&cli.StringFlag{Name: "grant", Usage: "the `ID` of the CONFIRM or DELEGATE the agent acts under", Sources: cli.EnvVars("CUSTODY_GRANT")},
 			&cli.StringFlag{Name: "config", Usage: "the gate's configuration `FILE` (JSON; see above)", TakesFile: true, Sources: cli.EnvVars("CUSTODY_GATE_CONFIG")},
@@ -136,31 +138,31 @@ Example:
 }
 
 func runGate(ctx context.Context, c *cli.Command) error {
-	loc, err := resolveLocation(c)
+	loc, err := clikit.ResolveLocation(c)
 	if err != nil {
 		return err
 	}
-	if k, _ := logKeyArg(c); k == "" {
-		return usage(c, "--log-key is required ($%s)", location.LogKeyEnv)
+	if k, _ := clikit.LogKeyArg(c); k == "" {
+		return clikit.Usage(c, "--log-key is required ($%s)", location.LogKeyEnv)
 	}
 	for _, f := range []string{"key", "grant", "config"} {
 		if c.String(f) == "" {
-			return usage(c, "--%s is required", f)
+			return clikit.Usage(c, "--%s is required", f)
 		}
 	}
 	ups := gateUpstreams(c)
 	if len(ups) == 0 {
-		return usage(c, "no upstream: give a command after -- or --upstream-url URL")
+		return clikit.Usage(c, "no upstream: give a command after -- or --upstream-url URL")
 	}
 	addr := c.String("http")
 	if addr != "" {
 		if err := gate.LoopbackAddr(addr); err != nil {
-			return usage(c, "--http %s: %v", addr, err)
+			return clikit.Usage(c, "--http %s: %v", addr, err)
 		}
 	}
 	if m := c.String("metrics"); m != "" {
 		if err := gate.LoopbackAddr(m); err != nil {
-			return usage(c, "--metrics %s: %v", m, err)
+			return clikit.Usage(c, "--metrics %s: %v", m, err)
 		}
 	}
 	level := slog.LevelInfo
@@ -180,7 +182,7 @@ func runGate(ctx context.Context, c *cli.Command) error {
 		// every call with what is wrong and how to fix it; it exits (with
 		// the error's code) when the host hangs up.
 		logger.Error("the gate could not start; it answers every call with this error until the host stops it", "err", err)
-		gate.ServeUnavailable(ctx, oneLine(err.Error()), version(), c.Root().Reader, c.Root().Writer, logger)
+		gate.ServeUnavailable(ctx, clikit.OneLine(err.Error()), clikit.Version(), c.Root().Reader, c.Root().Writer, logger)
 		return err
 	}
 	defer g.Close()
@@ -217,13 +219,13 @@ func readGateConfig(c *cli.Command) (*gate.Config, error) {
 	if err != nil {
 		if !filepath.IsAbs(path) {
 			wd, _ := os.Getwd()
-			return nil, usage(c, "--config %s: %v; the path is relative and the gate runs in %s (an MCP host starts it in a folder of its choosing): give the absolute path", path, err, wd)
+			return nil, clikit.Usage(c, "--config %s: %v; the path is relative and the gate runs in %s (an MCP host starts it in a folder of its choosing): give the absolute path", path, err, wd)
 		}
-		return nil, usage(c, "--config: %v", err)
+		return nil, clikit.Usage(c, "--config: %v", err)
 	}
 	cfg, err := gate.ParseConfig(data)
 	if err != nil {
-		return nil, usage(c, "--config %s: %v; fix the file (the README's gate section shows its fields)", path, err)
+		return nil, clikit.Usage(c, "--config %s: %v; fix the file (the README's gate section shows its fields)", path, err)
 	}
 	return cfg, nil
 }
@@ -235,7 +237,7 @@ func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate
 	if err != nil {
 		return nil, err
 	}
-	vkey, err := verifierKeyArg(c, "log-key")
+	vkey, err := clikit.VerifierKeyArg(c, "log-key")
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +251,11 @@ func startGate(ctx context.Context, c *cli.Command, ledgerURL string, ups []gate
 	}
 	cl, err := client.New(ledgerURL, vkey, nil)
 	if err != nil {
-		return nil, usage(c, "--ledger: %v", err)
+		return nil, clikit.Usage(c, "--ledger: %v", err)
 	}
 	rt := client.NewRuntime(cl, priv, "", nil)
 	g, err := gate.New(ctx, gate.Options{Config: cfg, Runtime: rt, Grant: c.String("grant"), Upstreams: ups,
-		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: version(), ApprovalWait: c.Duration("approval-wait")})
+		Logger: logger, Stderr: stderr, StreamTimeout: c.Duration("stream-timeout"), Version: clikit.Version(), ApprovalWait: c.Duration("approval-wait")})
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, gate.Fix(err, ledgerURL))
 	}
@@ -284,21 +286,21 @@ Example:
 		Action: func(ctx context.Context, c *cli.Command) error {
 			path := c.String("config")
 			if path == "" {
-				return usage(c, "--config is required")
+				return clikit.Usage(c, "--config is required")
 			}
 			ups := gateUpstreams(c)
 			if len(ups) == 0 {
-				return usage(c, "no upstream: give a command after -- or --upstream-url URL")
+				return clikit.Usage(c, "no upstream: give a command after -- or --upstream-url URL")
 			}
 			data, err := os.ReadFile(path)
 			if err != nil {
-				return usage(c, "--config: %v", err)
+				return clikit.Usage(c, "--config: %v", err)
 			}
 			out, results, err := gate.Pin(ctx, data, ups, c.Root().ErrWriter)
 			if err != nil {
 				return err
 			}
-			if err := writeFileAtomic(path, out); err != nil {
+			if err := clikit.WriteFileAtomic(path, out); err != nil {
 				return err
 			}
 			w := c.Root().Writer

@@ -1,27 +1,23 @@
-package main
+package auditcmd
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/custodylog/custody/internal/durable"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
-	"github.com/custodylog/custody/internal/verifycli"
 	"github.com/custodylog/custody/internal/workflowbundle"
 	"github.com/custodylog/custody/replay"
 )
 
-func init() { register(replayCommand) }
-
-// replaySource opens where c reads the workflow from (resolveLocation).
+// replaySource opens where c reads the workflow from (clikit.ResolveLocation).
 func replaySource(c *cli.Command) (workflowbundle.Source, error) {
-	loc, err := resolveLocation(c)
+	loc, err := clikit.ResolveLocation(c)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +25,7 @@ func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 	case location.Ledger:
 		// The server is trusted for nothing: its bundle is verified as a
 		// local or file bundle is.
-		vkey, err := optionalLogKey(c)
+		vkey, err := clikit.OptionalLogKey(c)
 		if err != nil {
 			return nil, err
 		}
@@ -39,49 +35,31 @@ func replaySource(c *cli.Command) (workflowbundle.Source, error) {
 		}
 		return workflowbundle.Server(cl), nil
 	case location.Bundle:
-		vkey, err := verifierKeyArg(c, "log-key")
+		vkey, err := clikit.VerifierKeyArg(c, "log-key")
 		if err != nil {
 			return nil, err
 		}
 		return workflowbundle.File(loc.Value, vkey), nil
 	}
 	if c.IsSet("log-key") {
-		return nil, usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
+		return nil, clikit.Usage(c, "--log-key goes with --bundle or --ledger (the ledger at %s is checked against its own key)", loc)
 	}
-	l, err := openLedgerAt(c, loc, true)
+	l, err := clikit.OpenLedgerAt(c, loc, true)
 	if err != nil {
 		return nil, err
 	}
 	return workflowbundle.Ledger(l), nil
 }
 
-// verifierKeyArg reads the log's checkpoint verifier key given as a
-// flag: the key itself (<origin>+<hash>+<key>), or a file holding it or,
-// after a checkpoint key rotation, the log's key set.
-func verifierKeyArg(c *cli.Command, flag string) (string, error) {
-	arg, from := strings.TrimSpace(c.String(flag)), "--"+flag
-	if flag == "log-key" {
-		arg, from = logKeyArg(c)
-		arg = strings.TrimSpace(arg)
-	}
-	if arg == "" {
-		return "", usage(c, "--%s VKEY is required: the log's checkpoint verifier key, or a file holding it", flag)
-	}
-	k, err := verifycli.ReadKeySet(arg)
-	if err != nil {
-		return "", fmt.Errorf("%s %w", from, err)
-	}
-	return k, nil
-}
-
 // colorOK reports whether output to w may be coloured: a terminal, and
 // NO_COLOR unset (https://no-color.org).
 func colorOK(w any) bool {
 	f, ok := w.(*os.File)
-	return ok && isTerminal(f) && os.Getenv("NO_COLOR") == ""
+	return ok && clikit.IsTerminal(f) && os.Getenv("NO_COLOR") == ""
 }
 
-func replayCommand() *cli.Command {
+// ReplayCommand is `custody replay`.
+func ReplayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "replay a workflow for an incident: timeline, authority tree, what needs attention",
@@ -120,30 +98,30 @@ Example:
    custody replay --bundle wf.bundle.json --log-key log.vkey --policy witnesses.policy
    custody replay --workflow wf_9f3a --dot | dot -Tsvg > tree.svg`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
-			locFlag(location.Ledger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
-			locFlag(location.Bundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
+			clikit.LocFlag(location.Ledger, "a custody server's `URL` to replay from, instead of a data folder (answers are checked against --log-key, or the server's own key on first use; $CUSTODY_LEDGER)"),
+			clikit.LocFlag(location.Bundle, "replay a workflow bundle `FILE` (custody prove --workflow) instead of a ledger"),
 			&cli.StringFlag{Name: "workflow", Usage: "the workflow to replay (with --bundle: checked against the bundle's)"},
-			logKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
-			jsonFlag(),
+			clikit.LogKeyFlag("with --bundle or --ledger: the log's checkpoint verifier key (`VKEY`), or a file holding it"),
+			clikit.JSONFlag(),
 			&cli.BoolFlag{Name: "dot", Usage: "print the authority tree as a Graphviz digraph"},
 			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML page to `FILE` instead of the text report", TakesFile: true},
 			&cli.DurationFlag{Name: "clock-warn", Value: time.Minute, Usage: "flag statements whose timestamp is further than this from their logged time"},
-			policyFlag(),
+			clikit.PolicyFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			wf := c.String("workflow")
 			if wf == "" && !c.IsSet("bundle") {
-				return usage(c, "--workflow WF is required")
+				return clikit.Usage(c, "--workflow WF is required")
 			}
 			if c.Bool("json") && c.Bool("dot") {
-				return usage(c, "give --json or --dot, not both")
+				return clikit.Usage(c, "give --json or --dot, not both")
 			}
-			policy, err := policyArg(c)
+			policy, err := clikit.PolicyArg(c)
 			if err != nil {
 				return err
 			}
@@ -162,17 +140,17 @@ Example:
 				return fmt.Errorf("replay: %w", err)
 			}
 			if wf != "" && rep.Workflow != wf {
-				return fmt.Errorf("replay: the bundle holds workflow %q, not %q", safeText(rep.Workflow), safeText(wf))
+				return fmt.Errorf("replay: the bundle holds workflow %q, not %q", clikit.SafeText(rep.Workflow), clikit.SafeText(wf))
 			}
 			if f := c.String("html"); f != "" {
-				if err := writeFileAtomic(f, rep.HTML()); err != nil {
+				if err := clikit.WriteFileAtomic(f, rep.HTML()); err != nil {
 					return fmt.Errorf("replay: writing %s: %w", f, err)
 				}
 			}
 			w := c.Root().Writer
 			switch {
 			case c.Bool("json"):
-				err = writeJSON(w, rep)
+				err = clikit.WriteJSON(w, rep)
 			case c.Bool("dot"):
 				_, err = w.Write(rep.DOT())
 			case c.String("html") != "":
@@ -182,7 +160,7 @@ Example:
 				if !rep.Verified {
 					state = "verification FAILED: the page marks what"
 				}
-				_, err = fmt.Fprintf(w, "wrote %s: the replay of workflow %s (%s)\n", safeText(c.String("html")), safeText(rep.Workflow), state)
+				_, err = fmt.Fprintf(w, "wrote %s: the replay of workflow %s (%s)\n", clikit.SafeText(c.String("html")), clikit.SafeText(rep.Workflow), state)
 			default:
 				err = rep.WriteText(w, replay.TextOptions{Color: colorOK(w)})
 			}
@@ -190,13 +168,9 @@ Example:
 				return err
 			}
 			if !rep.Verified {
-				return &exitErr{code: exitVerify, quiet: true}
+				return &clikit.ExitError{Code: clikit.ExitVerify, Quiet: true}
 			}
 			return nil
 		},
 	}
 }
-
-// writeFileAtomic replaces path with data atomically and durably
-// (internal/durable), so path never holds a torn file.
-func writeFileAtomic(path string, data []byte) error { return durable.Replace(path, data, 0o644) }

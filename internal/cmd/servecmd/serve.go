@@ -1,4 +1,6 @@
-package main
+// Package servecmd is the serve command: its flags, its help and how they
+// become an internal/serving configuration.
+package servecmd
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/console"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/serving"
 	"github.com/custodylog/custody/internal/verifycli"
@@ -28,9 +31,8 @@ import (
 	"github.com/custodylog/custody/witness/cosign"
 )
 
-func init() { register(serveCommand) }
-
-func serveCommand() *cli.Command {
+// ServeCommand is `custody serve`.
+func ServeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve a ledger over HTTP",
@@ -145,8 +147,8 @@ Example:
    curl -s http://127.0.0.1:8080/checkpoint
    custody serve --dir ./custody-data --witness-policy witnesses.policy --witness-finality`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "the address to listen on"},
 			&cli.IntFlag{Name: "max-inflight", Value: 1024, Usage: "appends decided at once; more are answered 503 at once"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "a PEM certificate file: serve HTTPS", TakesFile: true},
@@ -184,17 +186,17 @@ Example:
 				Sources: cli.EnvVars("CUSTODY_WITNESS_INTERVAL")},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
-				return usage(c, "give both --tls-cert and --tls-key, or neither")
+				return clikit.Usage(c, "give both --tls-cert and --tls-key, or neither")
 			}
 			if n := c.Int("max-inflight"); n < 1 || n > 1<<20 {
-				return usage(c, "--max-inflight %d: want 1..1048576", n)
+				return clikit.Usage(c, "--max-inflight %d: want 1..1048576", n)
 			}
 			if n := c.Int("memory-limit"); n < 0 || n > 1<<30 {
-				return usage(c, "--memory-limit %d: want 0 (none) or a size in MiB", n)
+				return clikit.Usage(c, "--memory-limit %d: want 0 (none) or a size in MiB", n)
 			} else if n > 0 && os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(int64(n) << 20)
 			}
@@ -205,16 +207,16 @@ Example:
 			case "json":
 				h = slog.NewJSONHandler(c.Root().ErrWriter, nil)
 			default:
-				return usage(c, "--log-format %q: use text or json", c.String("log-format"))
+				return clikit.Usage(c, "--log-format %q: use text or json", c.String("log-format"))
 			}
 			log := slog.New(h)
 			reserve, err := serving.ParseSize(c.String("reserve"))
 			if err != nil || reserve == 0 || reserve > 1<<50 {
-				return usage(c, "--reserve %q: want a size like 256MiB", c.String("reserve"))
+				return clikit.Usage(c, "--reserve %q: want a size like 256MiB", c.String("reserve"))
 			}
 			ballast, err := serving.ParseSize(c.String("ballast"))
 			if err != nil || ballast > 1<<40 {
-				return usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
+				return clikit.Usage(c, "--ballast %q: want a size like 64MiB, or 0", c.String("ballast"))
 			}
 			// The data folder's own options (the Badger driver's); a
 			// database takes none of these.
@@ -224,9 +226,9 @@ Example:
 			}
 			lopts := ledger.Options{Logger: log}
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
-				return usage(c, "--lease-ttl %s: want 300ms..1h", d)
+				return clikit.Usage(c, "--lease-ttl %s: want 300ms..1h", d)
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -238,7 +240,7 @@ Example:
 			names, prefer, err := sel.Names(ctx, loc)
 			var ue *serving.UsageError
 			if errors.As(err, &ue) {
-				return usage(c, "%v", ue)
+				return clikit.Usage(c, "%v", ue)
 			}
 			if err != nil {
 				return err
@@ -254,7 +256,7 @@ Example:
 				return err
 			}
 			if u := c.String("publish"); u != "" && !publish.IsURL(u) {
-				return usage(c, "--publish %q: want s3://BUCKET/PREFIX", u)
+				return clikit.Usage(c, "--publish %q: want s3://BUCKET/PREFIX", u)
 			}
 			var bucket *publish.Bucket
 			if u := c.String("publish"); u != "" && names == nil {
@@ -284,7 +286,7 @@ Example:
 					if name == "" {
 						name = loc.Log
 					}
-					return openLedgerAtWith(c, location.Location{Kind: loc.Kind, Value: url, From: loc.From, Log: name}, o)
+					return clikit.OpenLedgerAtWith(c, location.Location{Kind: loc.Kind, Value: url, From: loc.From, Log: name}, o)
 				}}
 			if names != nil {
 				cfg.Ledger.HeadFile = os.Getenv("CUSTODY_HEAD_FILE")
@@ -301,7 +303,7 @@ func witnessOptions(c *cli.Command, opts *server.Options) error {
 	if file == "" {
 		for _, f := range []string{"witness-finality", "witness-timeout", "witness-interval"} {
 			if c.IsSet(f) {
-				return usage(c, "--%s needs --witness-policy FILE", f)
+				return clikit.Usage(c, "--%s needs --witness-policy FILE", f)
 			}
 		}
 		return nil
@@ -311,15 +313,15 @@ func witnessOptions(c *cli.Command, opts *server.Options) error {
 		return fmt.Errorf("--witness-policy: %w", err)
 	}
 	if err := serving.CheckWitnessPolicy(p); errors.Is(err, serving.ErrQuorumNone) {
-		return usage(c, "--witness-policy %s: %v", file, err)
+		return clikit.Usage(c, "--witness-policy %s: %v", file, err)
 	} else if err != nil {
 		return fmt.Errorf("--witness-policy %s: %w", file, err)
 	}
 	if d := c.Duration("witness-timeout"); d <= 0 || d > 10*time.Minute {
-		return usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
+		return clikit.Usage(c, "--witness-timeout %s: want more than 0 and at most 10m", d)
 	}
 	if d := c.Duration("witness-interval"); d < 0 || d > time.Hour {
-		return usage(c, "--witness-interval %s: want 0 to 1h", d)
+		return clikit.Usage(c, "--witness-interval %s: want 0 to 1h", d)
 	}
 	opts.WitnessPolicy = p
 	opts.WitnessFinality = c.Bool("witness-finality")
@@ -333,16 +335,16 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 	u, file := c.String("approval-webhook"), c.String("approval-webhook-secret-file")
 	if u == "" {
 		if file != "" {
-			return usage(c, "--approval-webhook-secret-file needs --approval-webhook URL")
+			return clikit.Usage(c, "--approval-webhook-secret-file needs --approval-webhook URL")
 		}
 		return nil
 	}
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
-		return usage(c, "--approval-webhook %q: want an http(s) URL", u)
+		return clikit.Usage(c, "--approval-webhook %q: want an http(s) URL", u)
 	}
 	if file == "" {
-		return usage(c, "--approval-webhook needs --approval-webhook-secret-file FILE (the HMAC secret)")
+		return clikit.Usage(c, "--approval-webhook needs --approval-webhook-secret-file FILE (the HMAC secret)")
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -361,19 +363,19 @@ func webhookOptions(c *cli.Command, opts *server.Options) error {
 func consoleOptions(c *cli.Command, opts *server.Options) error {
 	if !c.Bool("console") {
 		if c.String("console-origin") != "" || c.Bool("console-behind-proxy") || c.IsSet("console-rp-id") || c.IsSet("console-session") {
-			return usage(c, "--console-origin, --console-behind-proxy, --console-rp-id and --console-session need --console")
+			return clikit.Usage(c, "--console-origin, --console-behind-proxy, --console-rp-id and --console-session need --console")
 		}
 		return nil
 	}
 	if d := c.Duration("console-session"); d < time.Minute || d > 30*24*time.Hour {
-		return usage(c, "--console-session %s: want 1m..720h", d)
+		return clikit.Usage(c, "--console-session %s: want 1m..720h", d)
 	}
 	origin := c.String("console-origin")
 	if origin == "" {
 		host, port, err := net.SplitHostPort(c.String("addr"))
 		ip := net.ParseIP(host)
 		if err != nil || port == "0" || !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
-			return usage(c, "--console: give --console-origin (the console's web origin, e.g. https://custody.example.com) for --addr %s", c.String("addr"))
+			return clikit.Usage(c, "--console: give --console-origin (the console's web origin, e.g. https://custody.example.com) for --addr %s", c.String("addr"))
 		}
 		origin = "http://localhost:" + port
 		if c.String("tls-cert") != "" {
@@ -382,11 +384,11 @@ func consoleOptions(c *cli.Command, opts *server.Options) error {
 	}
 	o, err := console.CheckOrigin(origin, c.String("tls-cert") != "", c.Bool("console-behind-proxy"))
 	if err != nil {
-		return usage(c, "--console-origin: %v", err)
+		return clikit.Usage(c, "--console-origin: %v", err)
 	}
 	if rp := c.String("console-rp-id"); rp != "" {
 		if err := sign.CheckOrigins(rp, []string{o}); err != nil {
-			return usage(c, "--console-rp-id %s with --console-origin %s: %v", rp, o, err)
+			return clikit.Usage(c, "--console-rp-id %s with --console-origin %s: %v", rp, o, err)
 		}
 	}
 	opts.Console, opts.ConsoleOrigin = true, o

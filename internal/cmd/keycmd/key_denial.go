@@ -1,4 +1,4 @@
-package main
+package keycmd
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/ledger"
@@ -38,18 +39,18 @@ Example:
 
    custody key rotate-denial --dir ./custody-data --admin-key ./custody-data/keys/admin.key`,
 		Flags: []cli.Flag{
-			dirFlag(),
-			locFlag(location.Store, ""),
+			clikit.DirFlag(),
+			clikit.LocFlag(location.Store, ""),
 			&cli.StringFlag{Name: "admin-key", Usage: "the admin's private key file (it signs the log_key statement)", Required: true, TakesFile: true},
 			&cli.StringFlag{Name: "new-key", Usage: "the new DENIAL key's private key file (default: generate keys/denial-N.key)", TakesFile: true},
 			&cli.BoolFlag{Name: "encrypt", Usage: "protect a generated key file with a passphrase"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
@@ -63,7 +64,7 @@ Example:
 			keyFile := c.String("new-key")
 			if keyFile != "" {
 				if c.Bool("encrypt") {
-					return usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
+					return clikit.Usage(c, "--encrypt protects a generated key; --new-key FILE is used as it is")
 				}
 				if keyFile, err = filepath.Abs(keyFile); err != nil {
 					return err
@@ -84,7 +85,7 @@ Example:
 			}
 			w := c.Root().Writer
 			if c.Bool("json") {
-				return writeJSON(w, struct {
+				return clikit.WriteJSON(w, struct {
 					Old     string `json:"old_denial_keyid"`
 					New     string `json:"denial_keyid"`
 					Index   uint64 `json:"index"`

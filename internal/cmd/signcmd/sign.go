@@ -1,4 +1,6 @@
-package main
+// Package signcmd holds sign (validate, canonicalise and sign a statement
+// file) and scope (hash scope descriptors and check attenuation).
+package signcmd
 
 import (
 	"context"
@@ -8,12 +10,14 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/internal/author"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/scope"
 	"github.com/custodylog/custody/statement"
 )
 
-func signCommand() *cli.Command {
+// SignCommand is `custody sign`.
+func SignCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sign",
 		Usage:     "validate, canonicalise and sign a statement file",
@@ -34,11 +38,11 @@ Example:
 			&cli.BoolFlag{Name: "seal", Usage: "compute scope_hash of a CONFIRM or DELEGATE"},
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := args(c, 1, 1, "the STATEMENT file (or - for standard input)")
+			a, err := clikit.Args(c, 1, 1, "the STATEMENT file (or - for standard input)")
 			if err != nil {
 				return err
 			}
-			data, err := readInput(c, a[0])
+			data, err := clikit.ReadInput(c, a[0])
 			if err != nil {
 				return fmt.Errorf("sign: %w", err)
 			}
@@ -64,7 +68,8 @@ Example:
 	}
 }
 
-func scopeCommand() *cli.Command {
+// ScopeCommand is `custody scope`.
+func ScopeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "scope",
 		Usage: "hash scope descriptors and check attenuation",
@@ -93,9 +98,9 @@ prints its scope_hash: hex SHA-256 of "custody/scope/v1\x00" || JCS(descriptor).
 Example:
 
    echo '{"capabilities":["purchase"],"expires_at":"2026-03-19T08:27:00Z","targets":["airline_portal/account_123"],"workflow_id":"wf_9f3a"}' | custody scope hash -`,
-		Flags: []cli.Flag{jsonFlag()},
+		Flags: []cli.Flag{clikit.JSONFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := args(c, 1, 1, "the DESCRIPTOR file (or - for standard input)")
+			a, err := clikit.Args(c, 1, 1, "the DESCRIPTOR file (or - for standard input)")
 			if err != nil {
 				return err
 			}
@@ -108,7 +113,7 @@ Example:
 				return fmt.Errorf("scope hash: %w", err)
 			}
 			if c.Bool("json") {
-				return writeJSON(c.Root().Writer, map[string]string{"scope_hash": h})
+				return clikit.WriteJSON(c.Root().Writer, map[string]string{"scope_hash": h})
 			}
 			_, err = fmt.Fprintln(c.Root().Writer, h)
 			return err
@@ -117,7 +122,7 @@ Example:
 }
 
 func readDescriptor(c *cli.Command, name string) (scope.Descriptor, error) {
-	data, err := readInput(c, name)
+	data, err := clikit.ReadInput(c, name)
 	if err != nil {
 		return scope.Descriptor{}, fmt.Errorf("scope: %w", err)
 	}
@@ -128,8 +133,8 @@ func readDescriptor(c *cli.Command, name string) (scope.Descriptor, error) {
 	return d, nil
 }
 
-// scopeVerdict is what scope check prints with --json.
-type scopeVerdict struct {
+// ScopeVerdict is what scope check prints with --json.
+type ScopeVerdict struct {
 	OK         bool   `json:"ok"`
 	ReasonCode string `json:"reason_code,omitempty"`
 	Reason     string `json:"reason,omitempty"`
@@ -164,10 +169,10 @@ Example:
 			&cli.IntFlag{Name: "child-depth", Usage: "the child grant's depth (a CONFIRM's grantee is 1); at --max-depth its principals do not count as narrowing"},
 			&cli.IntFlag{Name: "max-depth", Value: scope.DefaultMaxDepth, Usage: "the log's max_depth from GENESIS"},
 			&cli.StringFlag{Name: "owner", Usage: "the workflow owner's name, which a child's approval rules may always name as an approver"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			p, err := readDescriptor(c, c.String("parent"))
@@ -181,7 +186,7 @@ Example:
 			final := false
 			if c.IsSet("child-depth") {
 				if err := scope.CheckDepth(int(c.Int("child-depth")), int(c.Int("max-depth"))); err != nil {
-					return usage(c, "--child-depth %d: %v", c.Int("child-depth"), err)
+					return clikit.Usage(c, "--child-depth %d: %v", c.Int("child-depth"), err)
 				}
 				final = c.Int("child-depth") == c.Int("max-depth")
 			}
@@ -193,7 +198,7 @@ Example:
 				// cover or the workflow's owner (DESIGN §7).
 				err = scope.CheckApprovers(ch.Approvals, []scope.Descriptor{p}, c.String("owner"))
 			}
-			v := scopeVerdict{OK: err == nil}
+			v := ScopeVerdict{OK: err == nil}
 			var se *scope.Error
 			if errors.As(err, &se) {
 				v.ReasonCode, v.Reason = string(se.Code), se.Msg
@@ -202,16 +207,16 @@ Example:
 			}
 			w := c.Root().Writer
 			if c.Bool("json") {
-				if err := writeJSON(w, v); err != nil {
+				if err := clikit.WriteJSON(w, v); err != nil {
 					return err
 				}
 			} else if v.OK {
 				fmt.Fprintln(w, "ok")
 			} else {
-				fmt.Fprintf(w, "%s: %s\n", v.ReasonCode, safeText(v.Reason))
+				fmt.Fprintf(w, "%s: %s\n", v.ReasonCode, clikit.SafeText(v.Reason))
 			}
 			if !v.OK {
-				return deniedErr()
+				return clikit.Denied()
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/custodylog/custody/bench"
+	"github.com/custodylog/custody/internal/clikit"
 	"github.com/custodylog/custody/internal/keyfile"
 	"github.com/custodylog/custody/internal/location"
 	"github.com/custodylog/custody/internal/remotelog"
@@ -35,33 +36,33 @@ Example:
    custody serve --dir ./scratch &
    custody bench serve --ledger http://127.0.0.1:8080 --admin-key ./scratch/keys/admin.key --clients 64 --duration 10s`,
 		Flags: []cli.Flag{
-			locFlag(location.Ledger, "the server's `URL` ($CUSTODY_LEDGER)"),
+			clikit.LocFlag(location.Ledger, "the server's `URL` ($CUSTODY_LEDGER)"),
 			&cli.StringFlag{Name: "admin-key", Usage: "the log's admin private key file (to enroll the bench's principal)", Required: true, TakesFile: true},
-			logKeyFlag("the checkpoint verifier key (default: ask the server, trust on first use)"),
+			clikit.LogKeyFlag("the checkpoint verifier key (default: ask the server, trust on first use)"),
 			&cli.IntFlag{Name: "clients", Value: 64, Usage: "concurrent clients, each an agent with one append in flight"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "how long to append"},
-			jsonFlag(),
+			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			n, d := int(c.Int("clients")), c.Duration("duration")
 			if n < 1 || n > 4096 {
-				return usage(c, "--clients %d: want 1..4096", n)
+				return clikit.Usage(c, "--clients %d: want 1..4096", n)
 			}
 			if d <= 0 || d > time.Hour {
-				return usage(c, "--duration %s: want more than 0 and at most 1h", d)
+				return clikit.Usage(c, "--duration %s: want more than 0 and at most 1h", d)
 			}
 			admin, err := keyfile.ReadPrivate(c.String("admin-key"))
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}
-			loc, err := resolveLocation(c)
+			loc, err := clikit.ResolveLocation(c)
 			if err != nil {
 				return err
 			}
-			vkey, err := optionalLogKey(c)
+			vkey, err := clikit.OptionalLogKey(c)
 			if err != nil {
 				return err
 			}
@@ -75,14 +76,14 @@ Example:
 			}
 			w := c.Root().Writer
 			if c.Bool("json") {
-				return writeJSON(w, res)
+				return clikit.WriteJSON(w, res)
 			}
 			fmt.Fprintf(w, "custody bench serve: %d clients for %.1fs against %s\n", res.Clients, res.Seconds, res.Ledger)
 			fmt.Fprintf(w, "appends      %d verified (denied %d, errors %d)\n", res.Appends, res.Denied, res.Errors)
 			fmt.Fprintf(w, "throughput   %.0f appends/s\n", res.AppendsPerSec)
 			fmt.Fprintf(w, "latency      p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n", res.P50ms, res.P90ms, res.P99ms, res.Maxms)
 			if res.FirstError != "" {
-				fmt.Fprintf(w, "first error  %s\n", safeText(res.FirstError))
+				fmt.Fprintf(w, "first error  %s\n", clikit.SafeText(res.FirstError))
 			}
 			return nil
 		},

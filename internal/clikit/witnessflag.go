@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"fmt"
@@ -9,21 +9,21 @@ import (
 	"github.com/custodylog/custody/witness"
 )
 
-// policyFlag is --policy: a witness policy the checkpoint must meet.
-func policyFlag() cli.Flag {
+// PolicyFlag is --policy: a witness policy the checkpoint must meet.
+func PolicyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "policy", TakesFile: true, Sources: cli.EnvVars("CUSTODY_WITNESS_POLICY"),
 		Usage: "a witness policy `FILE` (Tessera's grammar): require its quorum's cosignatures on the checkpoint"}
 }
 
-// policyArg reads --policy, or returns nil when it is not given.
-func policyArg(c *cli.Command) (*witness.Policy, error) {
+// PolicyArg reads --policy, or returns nil when it is not given.
+func PolicyArg(c *cli.Command) (*witness.Policy, error) {
 	f := c.String("policy")
 	if f == "" {
 		return nil, nil
 	}
 	p, err := verifycli.ReadPolicy(f)
 	if err != nil {
-		return nil, &exitErr{code: exitUsage, err: fmt.Errorf("--policy %w", err)}
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--policy %w", err)}
 	}
 	return p, nil
 }

@@ -1,10 +1,12 @@
-package main
+package benchcmd
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/custodylog/custody/internal/clikit"
 )
 
 // custody bench log: the log alone, as the ledger issue measures it.
@@ -25,7 +27,7 @@ Example:
    custody bench --size 1000000 log
    custody bench --size 10000000 --json log > log-10m.json`,
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
+			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
 				return err
 			}
 			lineage := c.Lineage()
