@@ -47,6 +47,11 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"get", "--dir", dir + "/none", "--index", "0", "--json"}, 1, "error"},
 		{[]string{"get", "--dir", dir, "--json"}, 2, "usage"},
 		{[]string{"get", "--json", "--dir", dir, "--ledger", "http://127.0.0.1:1", "--index", "0"}, 2, "usage"},
+		// A file that cannot be opened is an error, not "unavailable"
+		// (its errno is no network's), and a server that cannot be
+		// reached is unavailable.
+		{[]string{"append", "--json", "--ledger", "http://127.0.0.1:1", dir + "/absent.jsonl"}, 1, "error"},
+		{[]string{"get", "--json", "--ledger", "http://127.0.0.1:1", "--index", "0"}, 5, "unavailable"},
 	} {
 		r := custody(t, "", tc.args...)
 		var e jsonError

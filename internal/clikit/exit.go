@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v3"
 
@@ -85,9 +86,15 @@ func Unavailable(err error) bool {
 	if errors.As(err, &he) && he.Status == http.StatusServiceUnavailable {
 		return true
 	}
+	// Refused, reset, timed out, no such host: the network's errors. A
+	// bare errno satisfies net.Error too (it has Timeout and Temporary),
+	// so a file that cannot be opened would count; it counts only inside
+	// a network operation.
 	var ne net.Error
 	if errors.As(err, &ne) {
-		return true // refused, reset, timed out, no such host
+		if _, errno := ne.(syscall.Errno); !errno {
+			return true
+		}
 	}
 	return errors.Is(err, ledger.ErrNotLeader) || errors.Is(err, storage.ErrUnavailable) ||
 		errors.Is(err, storage.ErrFenced) || errors.Is(err, storage.ErrCommitUnknown)
