@@ -894,7 +894,11 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 		}
 		go func(builder *table.Builder, fileID uint64) {
 			var err error
-			defer inflightBuilders.Done(err)
+			// custody patch: Done's argument is evaluated when it is
+			// called, not when the defer is set (upstream passed nil, and
+			// a table that failed to build was left out of a compaction
+			// that then went on: its keys were lost).
+			defer func() { inflightBuilders.Done(err) }()
 			defer builder.Close()
 
 			var tbl *table.Table
@@ -965,8 +969,11 @@ func (s *levelsController) compactBuildTables(
 	for _, kr := range cd.splits {
 		// Initiate Do here so we can register the goroutines for buildTables too.
 		if err := inflightBuilders.Do(); err != nil {
+			// custody patch: a table failed to build. Not returned here,
+			// with subcompactions running: Finish below waits for them,
+			// returns the error and deletes the tables they built.
 			s.kv.opt.Errorf("cannot start subcompaction: %+v", err)
-			return nil, nil, err
+			break
 		}
 		go func(kr keyRange) {
 			defer inflightBuilders.Done(nil)

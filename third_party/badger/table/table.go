@@ -244,13 +244,30 @@ func (b *Block) verifyCheckSum() error {
 
 func CreateTable(fname string, builder *Builder) (*Table, error) {
 	bd := builder.Done()
-	mf, err := z.OpenMmapFile(fname, os.O_CREATE|os.O_RDWR|os.O_EXCL, bd.Size)
-	if err == z.NewFile {
-		// Expected.
-	} else if err != nil {
+	// custody patch: the table is written through a memory map. A page of
+	// a sparse file with no block behind it, on a full filesystem, is
+	// SIGBUS when the copy below writes it, and the process dies. So the
+	// file's blocks are allocated first: a full disk is an error here
+	// (the flush or compaction fails and is retried), never a signal.
+	fd, err := os.OpenFile(fname, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0666)
+	if err != nil {
 		return nil, y.Wrapf(err, "while creating table: %s", fname)
-	} else {
-		return nil, fmt.Errorf("file already exists: %s", fname)
+	}
+	if err := allocate(fd, bd.Size); err != nil {
+		fd.Close()
+		os.Remove(fname)
+		return nil, y.Wrapf(err, "while allocating %d bytes for table: %s", bd.Size, fname)
+	}
+	mf, err := z.OpenMmapFileUsing(fd, bd.Size, true)
+	if err != nil && err != z.NewFile {
+		fd.Close()
+		os.Remove(fname)
+		return nil, y.Wrapf(err, "while creating table: %s", fname)
+	}
+	if len(mf.Data) != bd.Size {
+		mf.Close(-1)
+		os.Remove(fname)
+		return nil, fmt.Errorf("while creating table: %s: %d bytes mapped, want %d", fname, len(mf.Data), bd.Size)
 	}
 
 	written := bd.Copy(mf.Data)

@@ -184,44 +184,59 @@ func FixedDuration(d time.Duration) string {
 // Throttle allows a limited number of workers to run at a time. It also
 // provides a mechanism to check for errors encountered by workers and wait for
 // them to finish.
+//
+// custody patch: the first error a worker passes to Done is kept until
+// Finish returns it. Upstream sent errors through a channel that Do also
+// read, so an error Do returned was gone by Finish (which then reported
+// success), and a Done with the channel full blocked for good.
 type Throttle struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 	ch        chan struct{}
-	errCh     chan error
+	mu        sync.Mutex
+	err       error // guarded by mu: the first error passed to Done
 	finishErr error
 }
 
 // NewThrottle creates a new throttle with a max number of workers.
 func NewThrottle(max int) *Throttle {
 	return &Throttle{
-		ch:    make(chan struct{}, max),
-		errCh: make(chan error, max),
+		ch: make(chan struct{}, max),
 	}
+}
+
+// failed is the first error passed to Done, or nil.
+func (t *Throttle) failed() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
 
 // Do should be called by workers before they start working. It blocks if there
 // are already maximum number of workers working. If it detects an error from
 // previously Done workers, it would return it.
 func (t *Throttle) Do() error {
-	for {
-		select {
-		case t.ch <- struct{}{}:
-			t.wg.Add(1)
-			return nil
-		case err := <-t.errCh:
-			if err != nil {
-				return err
-			}
-		}
+	if err := t.failed(); err != nil {
+		return err
 	}
+	t.ch <- struct{}{}
+	if err := t.failed(); err != nil {
+		<-t.ch
+		return err
+	}
+	t.wg.Add(1)
+	return nil
 }
 
 // Done should be called by workers when they finish working. They can also
 // pass the error status of work done.
 func (t *Throttle) Done(err error) {
 	if err != nil {
-		t.errCh <- err
+		t.mu.Lock()
+		if t.err == nil {
+			t.err = err
+		}
+		t.mu.Unlock()
 	}
 	select {
 	case <-t.ch:
@@ -238,13 +253,7 @@ func (t *Throttle) Finish() error {
 	t.once.Do(func() {
 		t.wg.Wait()
 		close(t.ch)
-		close(t.errCh)
-		for err := range t.errCh {
-			if err != nil {
-				t.finishErr = err
-				return
-			}
-		}
+		t.finishErr = t.failed()
 	})
 
 	return t.finishErr
