@@ -81,3 +81,5 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/dgraph-io/badger/v4 => ./third_party/badger

@@ -166,6 +166,22 @@ var logSeq struct {
 
 func tryStartServer(t testing.TB, bin, dir, addr string, extra ...string) (*serverProc, error) {
 	t.Helper()
+	return tryStartServerEnv(t, bin, dir, addr, nil, extra...)
+}
+
+// startServerEnv is startServer with env (KEY=VALUE) added to the
+// server's environment.
+func startServerEnv(t testing.TB, bin, dir, addr string, env []string, extra ...string) *serverProc {
+	t.Helper()
+	sp, err := tryStartServerEnv(t, bin, dir, addr, env, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func tryStartServerEnv(t testing.TB, bin, dir, addr string, env []string, extra ...string) (*serverProc, error) {
+	t.Helper()
 	logSeq.Lock()
 	logSeq.n++
 	n := logSeq.n
@@ -179,7 +195,7 @@ func tryStartServer(t testing.TB, bin, dir, addr string, extra ...string) (*serv
 	}
 	args := append([]string{"serve", "--dir", dir, "--addr", addr}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		lf.Close()

@@ -92,6 +92,12 @@ type Options struct {
 	// that a disk another program fills cannot crash it (ballast.go;
 	// default 64 MiB, negative: none).
 	BallastBytes int64
+	// MemTableBytes is the size of Badger's memtables (default 12 MiB,
+	// memTableSize). A smaller memtable is flushed into a table file
+	// more often (the disk tests use one to make Badger write tables
+	// while another program fills the disk), and bounds a transaction
+	// (Budget) to a smaller size.
+	MemTableBytes int64
 	// ReadOnly opens a scratch copy of the database (scratch.go) and
 	// never writes to the data folder. Commit fails.
 	ReadOnly bool
@@ -104,6 +110,7 @@ type Store struct {
 	reserve  int64
 	scratch  *scratch // the copy a ReadOnly store reads
 	readOnly bool
+	memTable int64     // Badger's memtable size
 	ballast  *ballast  // nil when ReadOnly
 	pre      *prealloc // nil when ReadOnly (prealloc.go)
 	closed   atomic.Bool
@@ -121,6 +128,12 @@ func Exists(dir string) bool {
 func Open(dir string, o Options) (*Store, error) {
 	if o.ReserveBytes <= 0 {
 		o.ReserveBytes = 256 << 20
+	}
+	if o.MemTableBytes <= 0 {
+		o.MemTableBytes = memTableSize
+	}
+	if o.MemTableBytes < minMemTable {
+		return nil, fmt.Errorf("opening %s: a memtable of %d bytes: want at least %d", dir, o.MemTableBytes, minMemTable)
 	}
 	dbDir := filepath.Join(dir, "db")
 	var sc *scratch
@@ -158,7 +171,7 @@ func Open(dir string, o Options) (*Store, error) {
 		// Released now if the disk is already full, before Badger writes
 		// anything at open.
 		bl = newBallast(dir, o.BallastBytes, o.ReserveBytes)
-		if err := roomToOpen(dir, dbDir, bl); err != nil {
+		if err := roomToOpen(dir, dbDir, bl, closeFlushRoom(o.MemTableBytes)); err != nil {
 			bl.close()
 			return nil, err
 		}
@@ -178,7 +191,7 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		return nil, &OpenError{Dir: dir, Err: err, Files: diagnose(filepath.Join(dir, "db"), sc)}
 	}
-	st := &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl}
+	st := &Store{dir: dir, db: db, reserve: o.ReserveBytes, scratch: sc, readOnly: o.ReadOnly, ballast: bl, memTable: o.MemTableBytes}
 	if !o.ReadOnly {
 		st.pre = newPrealloc(dbDir)
 	}
@@ -209,9 +222,10 @@ func (s *Store) Close() error {
 		return nil // closed already (a ledger's error path may close twice)
 	}
 	if !s.readOnly {
-		if free, err := freeBytes(s.dir); err == nil && free < closeFlushRoom {
+		room := closeFlushRoom(s.memTable)
+		if free, err := freeBytes(s.dir); err == nil && free < room {
 			s.ballast.releaseForFlush()
-			if free, err = freeBytes(s.dir); err == nil && free < closeFlushRoom {
+			if free, err = freeBytes(s.dir); err == nil && free < room {
 				s.ballast.close()
 				return nil
 			}
@@ -239,20 +253,20 @@ func (s *Store) Close() error {
 // as Badger opens. With less than closeFlushRoom free, the flush ballast
 // is given back for it; if that is not enough, Open fails with
 // storage.ErrDiskFull (a start refused, rather than a SIGBUS).
-func roomToOpen(dir, dbDir string, bl *ballast) error {
+func roomToOpen(dir, dbDir string, bl *ballast, room int64) error {
 	free, err := freeBytes(dir)
-	if err != nil || free >= closeFlushRoom {
+	if err != nil || free >= room {
 		return nil
 	}
 	if !walPending(dbDir) {
 		return nil
 	}
 	bl.releaseForFlush()
-	if free, err = freeBytes(dir); err != nil || free >= closeFlushRoom {
+	if free, err = freeBytes(dir); err != nil || free >= room {
 		return nil
 	}
 	return fmt.Errorf("%w: opening %s: its write-ahead log holds transactions the storage engine writes into a table file as it opens, which needs about %d MiB, and only %d MiB are free (another program filled the disk); free some space and start again: nothing is lost",
-		storage.ErrDiskFull, dir, closeFlushRoom>>20, free>>20)
+		storage.ErrDiskFull, dir, room>>20, free>>20)
 }
 
 // walPending reports whether a write-ahead log (*.mem) in dbDir holds a
@@ -277,9 +291,9 @@ func walPending(dbDir string) bool {
 	return false
 }
 
-// closeFlushRoom is the free space Close wants before Badger flushes its
-// memtable into a table file (at most about the memtable's size).
-const closeFlushRoom = memTableSize + 4<<20
+// closeFlushRoom is the free space Close wants before Badger flushes a
+// memtable of memTable bytes into a table file (at most about its size).
+func closeFlushRoom(memTable int64) int64 { return memTable + 4<<20 }
 
 // Diagnose names the files of the data folder that look damaged: a
 // missing or damaged MANIFEST, missing table files, write-ahead or value
@@ -302,18 +316,27 @@ func (s *Store) Damaged() []string {
 // Location is the data folder.
 func (s *Store) Location() string { return s.dir }
 
-// memTableSize is Badger's memtable size.
-const memTableSize = 12 << 20
+// memTableSize is Badger's memtable size unless Options say otherwise;
+// minMemTable is the smallest the store takes (Badger wants a
+// transaction's limit, 15% of a memtable, above the value threshold).
+const (
+	memTableSize = 12 << 20
+	minMemTable  = 256 << 10
+)
 
 // valueThreshold is the value size from which Badger keeps a value in the
 // value log, with only a pointer in the LSM tree.
 const valueThreshold = 1 << 10
 
 // budget is the most a batch's transaction may weigh by Badger's own
-// reckoning (see weigh): 90% of its limit, 15% of a memtable.
-const budget = memTableSize * 15 / 100 * 9 / 10
+// reckoning (see weigh) with a memtable of memTable bytes: 90% of its
+// limit, 15% of a memtable.
+func budget(memTable int64) int { return int(memTable * 15 / 100 * 9 / 10) }
 
 func badgerOptions(path string, o Options) badger.Options {
+	if o.MemTableBytes <= 0 {
+		o.MemTableBytes = memTableSize
+	}
 	bo := badger.DefaultOptions(path).
 		// Every commit is fsynced: an acknowledged entry is durable.
 		WithSyncWrites(true).
@@ -330,7 +353,7 @@ func badgerOptions(path string, o Options) badger.Options {
 		// collector lets the heap grow: 32 MiB memtables cost about 60 MiB
 		// more resident memory at 10M entries. A transaction may hold at
 		// most 15% of a memtable (1.8 MiB); see budget.
-		WithMemTableSize(memTableSize).
+		WithMemTableSize(o.MemTableBytes).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(4).
 		WithNumLevelZeroTablesStall(8).
@@ -578,7 +601,7 @@ func writes(b *storage.Batch) [][2][]byte {
 }
 
 // Budget is the most a transaction may weigh.
-func (s *Store) Budget() int { return budget }
+func (s *Store) Budget() int { return budget(s.memTable) }
 
 // Weigh is what b's writes weigh against Badger's transaction limits, in
 // its own reckoning: per write, the key, the value (or a 12-byte pointer

@@ -13,12 +13,16 @@ import (
 
 // # A full disk
 //
-// Badger writes its write-ahead logs, value logs and new tables through
-// memory maps of files it creates sparse. When the filesystem has no block
-// left for a page it writes, the kernel answers with SIGBUS and the whole
-// process dies: a memtable flush, a compaction, the value log header a
-// start writes, the flush a clean shutdown does. The reserve that
-// checkSpace keeps free is only free space: another program can take it.
+// Badger writes its write-ahead logs and value logs through memory maps
+// of files it creates sparse. When the filesystem has no block left for a
+// page it writes, the kernel answers with SIGBUS and the whole process
+// dies. prealloc.go allocates the logs' blocks ahead of each commit, and
+// the patched Badger (third_party/badger) a new table's before a flush
+// or compaction writes it; what is left is the value log header a start
+// writes. The reserve that checkSpace keeps free is only free space:
+// another program can take it. The ballast also keeps a flush or a
+// compaction from failing (and waiting) as soon as another program fills
+// the disk.
 //
 // So the store also keeps a ballast that only custody can give back, in
 // two files of half BallastBytes each, allocated block by block

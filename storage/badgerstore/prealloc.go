@@ -41,9 +41,11 @@ import (
 // commit tries again.
 //
 // What stays outside: the 20-byte header Badger writes into a new value
-// log when it starts one (at open, and after each 256 MiB of values), and
-// the table files a memtable flush or a compaction writes. The ballast
-// (ballast.go) is for those.
+// log when it starts one (at open, and after each 256 MiB of values); the
+// ballast (ballast.go) is for it. The table files a memtable flush or a
+// compaction writes get their blocks from the patched Badger itself
+// (third_party/badger: table.CreateTable allocates before it maps), and a
+// full disk fails the flush or compaction, which Badger retries.
 
 // prealloc allocates the blocks of Badger's logs ahead of its writes.
 type prealloc struct {

@@ -159,6 +159,8 @@ Example:
 				Usage: "free space kept on the data folder's disk: appends answer 503 below it"},
 			&cli.StringFlag{Name: "ballast", Value: "64MiB", Sources: cli.EnvVars("CUSTODY_BALLAST"),
 				Usage: "a file of this size kept in the data folder and given back when another program fills the disk, so the database can finish its writes (0: none)"},
+			&cli.StringFlag{Name: "memtable", Hidden: true,
+				Usage: "internal: the size of the database's memtables (default 12MiB); the disk tests make it small so that the database writes table files often"},
 			&cli.StringFlag{Name: "advertise", Usage: "with --store: the URL other servers send appends to while this one sequences the log (default: http(s)://ADDR)"},
 			&cli.DurationFlag{Name: "lease-ttl", Value: 3 * time.Second, Usage: "with --store: how long the sequencer lease lasts unrenewed; a dead leader is replaced within about this time"},
 			&cli.IntFlag{Name: "memory-limit", Value: server.DefaultMemoryLimit >> 20, Usage: "the Go heap's soft limit in MiB (0: none; $GOMEMLIMIT wins)"},
@@ -223,6 +225,13 @@ Example:
 			folderOpts := badgerstore.Options{ReserveBytes: int64(reserve), BallastBytes: int64(ballast)}
 			if ballast == 0 {
 				folderOpts.BallastBytes = -1
+			}
+			if m := c.String("memtable"); m != "" {
+				n, err := serving.ParseSize(m)
+				if err != nil || n > 1<<30 {
+					return usage(c, "--memtable %q: want a size like 1MiB", m)
+				}
+				folderOpts.MemTableBytes = int64(n)
 			}
 			lopts := ledger.Options{Logger: log}
 			if d := c.Duration("lease-ttl"); d < 300*time.Millisecond || d > time.Hour {
