@@ -229,7 +229,7 @@ Example:
 			if m := c.String("memtable"); m != "" {
 				n, err := serving.ParseSize(m)
 				if err != nil || n > 1<<30 {
-					return usage(c, "--memtable %q: want a size like 1MiB", m)
+					return clikit.Usage(c, "--memtable %q: want a size like 1MiB", m)
 				}
 				folderOpts.MemTableBytes = int64(n)
 			}
