@@ -61,6 +61,7 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			s.holdTooLarge(r)
 			s.refused(w, start, authority.TooLarge, "the body exceeds "+strconv.Itoa(api.MaxBody)+" bytes")
 			return
 		}

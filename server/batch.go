@@ -57,6 +57,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			closeUnread(w)
+			s.holdTooLarge(r)
 			s.refused(w, start, authority.TooLarge, "the batch exceeds "+strconv.Itoa(api.MaxBatchBody)+" bytes")
 			return
 		}

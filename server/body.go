@@ -32,6 +32,10 @@ import (
 // garbage. A refused body's connection is closed after the answer and
 // its read deadline set to now, so Go's server does not read the rest.
 
+// tooLargeHold is how long the answer to a body refused as too large is
+// held, while it counts as one of its client's bodies being read.
+const tooLargeHold = time.Second
+
 // bodyChunk is the size of the pooled chunks a body is read into.
 const bodyChunk = 4 << 10
 
@@ -45,8 +49,30 @@ func (s *Server) declaredTooLarge(w http.ResponseWriter, r *http.Request, start 
 		return false
 	}
 	closeUnread(w)
+	s.holdTooLarge(r)
 	s.refused(w, start, authority.TooLarge, what+" exceeds "+strconv.Itoa(limit)+" bytes (Content-Length "+strconv.FormatInt(r.ContentLength, 10)+")")
 	return true
+}
+
+// holdTooLarge holds the answer to r, whose body was refused as too
+// large, for tooLargeHold (less if the server stops), counted as one of
+// its client's bodies being read: a client that sends them over and over
+// gets at most MaxReadingPerAddr answers a tooLargeHold, its further
+// connections held by the listener meanwhile (conns.go), and spends its
+// own time waiting rather than sending. No honest client sends such a
+// body twice.
+func (s *Server) holdTooLarge(r *http.Request) {
+	key := clientKey(r)
+	if !s.cl.reading.take(key, s.opts.MaxReadingPerAddr) {
+		return
+	}
+	defer s.cl.reading.release(key)
+	t := time.NewTimer(tooLargeHold)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.stopping:
+	}
 }
 
 // closeUnread makes the connection close after the answer, the rest of
