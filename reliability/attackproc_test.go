@@ -264,8 +264,9 @@ func TestStreamsAndOversizedShare(t *testing.T) {
 	e.measureHonest(time.Second) // warm up connections and caches
 	var shares []string
 	best := 0.0
+	var baseline honestRun
 	for round := 1; round <= 3; round++ {
-		baseline := e.measureHonest(attackWindow)
+		baseline = e.measureHonest(attackWindow)
 		if baseline.n == 0 || len(baseline.errs) > 0 {
 			t.Fatalf("baseline: %d appends, errors %v", baseline.n, firstErr(baseline.errs))
 		}
@@ -296,7 +297,7 @@ func TestStreamsAndOversizedShare(t *testing.T) {
 	if after.n == 0 || len(after.errs) > 0 {
 		t.Errorf("after the attack: %d appends, errors %v", after.n, firstErr(after.errs))
 	}
-	t.Logf("never-read streams and oversized bodies from another process: honest appends at %s of the baseline of each round; %.1f/s after", strings.Join(shares, ", "), after.rate())
+	t.Logf("never-read streams and oversized bodies from another process: honest appends at %s of the baseline of each round; %.1f/s after (%.0f%% of the last baseline)", strings.Join(shares, ", "), after.rate(), 100*after.rate()/baseline.rate())
 	if best < minPairShare {
 		t.Errorf("honest appends during never-read streams and oversized bodies: %s of the baseline in %d rounds (want at least %d%% in one)", strings.Join(shares, ", "), len(shares), minPairShare)
 	}
