@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -31,6 +30,10 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.appends.Done()
 
+	// A body declared over the cap is refused unread (body.go).
+	if s.declaredTooLarge(w, r, start, "the body", api.MaxBody) {
+		return
+	}
 	// Read the body first, under its own deadline and cap, so that a slow
 	// sender never holds a slot an honest append needs.
 	doneReading, refused := s.takeReading(w, r)
@@ -40,7 +43,7 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
+	body, err := readBody(w, r, api.MaxBody)
 	doneReading()
 	if err == nil {
 		// Never queue without bound: when the cap is reached, say so at once.
@@ -58,6 +61,7 @@ func (s *Server) postEntry(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			s.holdTooLarge(r)
 			s.refused(w, start, authority.TooLarge, "the body exceeds "+strconv.Itoa(api.MaxBody)+" bytes")
 			return
 		}

@@ -41,6 +41,9 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.appends.Done()
 
+	if s.declaredTooLarge(w, r, start, "the batch", api.MaxBatchBody) {
+		return
+	}
 	doneReading, refused := s.takeReading(w, r)
 	if refused != "" {
 		s.m.appends.WithLabelValues("overloaded").Inc()
@@ -53,6 +56,8 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			closeUnread(w)
+			s.holdTooLarge(r)
 			s.refused(w, start, authority.TooLarge, "the batch exceeds "+strconv.Itoa(api.MaxBatchBody)+" bytes")
 			return
 		}

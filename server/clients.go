@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"time"
 )
 
 // # One budget per client
@@ -99,8 +98,7 @@ func keyOfAddr(host string) string {
 func (s *Server) takeReading(w http.ResponseWriter, r *http.Request) (release func(), refused string) {
 	key := clientKey(r)
 	refuse := func(why string) (func(), string) {
-		w.Header().Set("Connection", "close")
-		http.NewResponseController(w).SetReadDeadline(time.Now())
+		closeUnread(w)
 		return nil, why
 	}
 	if !s.cl.reading.take(key, s.opts.MaxReadingPerAddr) {
