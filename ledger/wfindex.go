@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -20,14 +21,23 @@ import (
 // workflow, the list of its leaves' indexes in pages of 256, written in
 // the same transaction as the leaves:
 //
-//	~wfidx/<workflow>          the number of leaves (8 bytes, big endian)
-//	~wfidx/<workflow>/<page>   up to 256 indexes, 8 bytes each (page: 8 hex)
+//	~wfidx/<workflow>          the number of leaves (8 bytes, big endian),
+//	                           then the indexes of the last page's leaves
+//	                           while it is not full (the tail)
+//	~wfidx/<workflow>/<page>   a full page: 256 indexes, 8 bytes each (page: 8 hex)
 //
 // A read of the leaves after index N costs a binary search over the pages
 // (O(log length) record reads) and one page read per 256 leaves it
-// returns. An append rewrites one page, at most 2 KiB, once per batch;
-// the sequencer keeps the count and last page of recently appended
-// workflows (wfCached), so it does not read them back for every batch.
+// returns; the last page, if partial, comes with the count. An append
+// rewrites one record per workflow per batch, the count with the tail (at
+// most 2 KiB), and writes a page once, when it fills; the sequencer keeps
+// the count and last page of recently appended workflows (wfCached), so it
+// does not read them back for every batch.
+//
+// An index written before the tail went into the count record has a count
+// of 8 bytes alone and its partial last page in ~wfidx/<workflow>/<page>;
+// it is read as it is, and its next batch writes the count with the tail
+// (the old partial page is overwritten when the page fills).
 //
 // The index is derived data, not authority state: audit does not compare
 // it, and a replay of the log rebuilds it. Workflows begun before this
@@ -57,7 +67,7 @@ type wfState struct {
 	page  []byte // the last page, whole or partial
 	job   uint64 // the last batch that changed it
 	// countKey is wfCountKey(wf); pageKey is wfPageKey(wf, pageNo), the
-	// key of the last page written, kept so that a batch builds no key.
+	// key of the last page filled, kept so that a batch builds no key.
 	countKey, pageKey string
 	pageNo            uint64
 	// sum is the workflow's summary (wflist.go), written with its count.
@@ -71,6 +81,10 @@ func (s *wfState) lastPageKey(wf string) string {
 	}
 	return s.pageKey
 }
+
+// testWfLegacy, set by tests only, writes the index as it was written
+// before the tail went into the count record.
+var testWfLegacy bool
 
 // wfCached bounds how many workflows' index states the sequencer keeps
 // once their batches have committed (at most 2 KiB each: the last page).
@@ -109,19 +123,16 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 		return nil, err
 	}
 	if raw != nil {
-		if len(raw) != 8 {
-			return nil, fmt.Errorf("workflow index of %q: a count of %d bytes", wf, len(raw))
+		count, tail, err := l.read.wfTail(ctx, wf, raw)
+		if err != nil {
+			return nil, err
 		}
-		s.count = binary.BigEndian.Uint64(raw)
+		s.count = count
 		if err := s.sum.load(l.store, wf); err != nil {
 			return nil, err
 		}
 		if s.count%wfPageSize != 0 {
-			p, err := l.store.Record(ctx, wfPageKey(wf, s.count/wfPageSize))
-			if err != nil {
-				return nil, err
-			}
-			s.page = append(make([]byte, 0, wfPageSize*8), p...)
+			s.page = append(make([]byte, 0, wfPageSize*8), tail...)
 		}
 	}
 	if x.pending == nil {
@@ -177,10 +188,18 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 	x.full = x.full[:0]
 	for wf := range x.dirty {
 		s := x.pending[wf]
-		put(s.countKey, binary.BigEndian.AppendUint64(nil, s.count))
-		// The page is only ever appended to, past what this batch writes,
-		// so its bytes can go to the store as they are.
-		put(s.lastPageKey(wf), s.page[:len(s.page):len(s.page)])
+		var tail []byte
+		if s.count%wfPageSize != 0 {
+			tail = s.page
+		}
+		if testWfLegacy {
+			put(s.countKey, binary.BigEndian.AppendUint64(nil, s.count))
+			if tail != nil {
+				put(s.lastPageKey(wf), bytes.Clone(tail))
+			}
+		} else {
+			put(s.countKey, append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(tail)), s.count), tail...))
+		}
 		put(wfSumKey(wf), s.sum.encode())
 	}
 	clear(x.dirty)
@@ -213,7 +232,7 @@ func (x *wfIndexer) discard() {
 }
 
 func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
-	count, ok, err := l.workflowCount(ctx, wf)
+	count, tail, ok, err := l.workflowCount(ctx, wf)
 	if err != nil {
 		return nil, false, err
 	}
@@ -231,6 +250,9 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	}
 	pages := (count + wfPageSize - 1) / wfPageSize
 	page := func(p uint64) ([]byte, error) {
+		if p == count/wfPageSize {
+			return tail, nil // the partial last page (count%wfPageSize > 0)
+		}
 		raw, err := l.store.Record(ctx, wfPageKey(wf, p))
 		if err != nil {
 			return nil, err
@@ -280,25 +302,56 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	return out, false, nil
 }
 
-// workflowCount returns the number of leaves in wf's index; ok is false
-// when wf is not indexed, and the error wraps ErrNotFound when wf does not
-// exist.
-func (l *reader) workflowCount(ctx context.Context, wf string) (uint64, bool, error) {
+// workflowCount returns the number of leaves in wf's index and the
+// indexes of its partial last page (none when the last page is full); ok
+// is false when wf is not indexed, and the error wraps ErrNotFound when wf
+// does not exist.
+func (l *reader) workflowCount(ctx context.Context, wf string) (uint64, []byte, bool, error) {
 	raw, err := l.store.Record(ctx, wfCountKey(wf))
 	if err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
-	if raw != nil && len(raw) == 8 {
-		return binary.BigEndian.Uint64(raw), true, nil
+	if raw != nil {
+		count, tail, err := l.wfTail(ctx, wf, raw)
+		return count, tail, err == nil, err
 	}
 	exists, err := l.WorkflowExists(wf)
 	if err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	if !exists {
-		return 0, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+		return 0, nil, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
 	}
-	return 0, false, nil
+	return 0, nil, false, nil
+}
+
+// wfTail reads wf's count record raw: the count, then the indexes of the
+// partial last page, or (an index written before the tail went there) the
+// count alone, the partial page in its page record.
+func (l *reader) wfTail(ctx context.Context, wf string, raw []byte) (uint64, []byte, error) {
+	if len(raw) < 8 || len(raw)%8 != 0 {
+		return 0, nil, fmt.Errorf("workflow index of %q: a count record of %d bytes, want 8 and a multiple of 8", wf, len(raw))
+	}
+	count := binary.BigEndian.Uint64(raw)
+	part := count % wfPageSize
+	switch {
+	case len(raw) == 8+8*int(part):
+		if part == 0 {
+			return count, nil, nil
+		}
+		return count, raw[8:], nil
+	case len(raw) == 8:
+		p, err := l.store.Record(ctx, wfPageKey(wf, count/wfPageSize))
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(p) != 8*int(part) {
+			return 0, nil, fmt.Errorf("workflow index of %q: page %d holds %d bytes, but the count %d wants %d", wf, count/wfPageSize, len(p), count, 8*part)
+		}
+		return count, p, nil
+	default:
+		return 0, nil, fmt.Errorf("workflow index of %q: a count of %d with a tail of %d indexes, want %d", wf, count, (len(raw)-8)/8, part)
+	}
 }
 
 func (l *reader) WorkflowExists(wf string) (bool, error) {

@@ -236,7 +236,7 @@ func (l *reader) WorkflowList(ctx context.Context, before uint64, limit int, now
 	for i := len(ids) - 1; i >= 0; i-- {
 		wf := ids[i]
 		w := WorkflowListing{Workflow: wf, Position: from + uint64(i)}
-		count, _, err := l.workflowCount(ctx, wf)
+		count, _, _, err := l.workflowCount(ctx, wf)
 		if err != nil {
 			return nil, 0, err
 		}
