@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -23,21 +24,24 @@ import (
 //
 //	~wfidx/<workflow>          the number of leaves (8 bytes, big endian),
 //	                           then the indexes of the last page's leaves
-//	                           while it is not full (the tail)
+//	                           while it is not full (the tail), then the
+//	                           workflow's summary (wflist.go)
 //	~wfidx/<workflow>/<page>   a full page: 256 indexes, 8 bytes each (page: 8 hex)
 //
 // A read of the leaves after index N costs a binary search over the pages
 // (O(log length) record reads) and one page read per 256 leaves it
 // returns; the last page, if partial, comes with the count. An append
 // rewrites one record per workflow per batch, the count with the tail (at
-// most 2 KiB), and writes a page once, when it fills; the sequencer keeps
+// most 2 KiB) and the summary, and writes a page once, when it fills; the sequencer keeps
 // the count and last page of recently appended workflows (wfCached), so it
 // does not read them back for every batch.
 //
-// An index written before the tail went into the count record has a count
-// of 8 bytes alone and its partial last page in ~wfidx/<workflow>/<page>;
-// it is read as it is, and its next batch writes the count with the tail
-// (the old partial page is overwritten when the page fills).
+// An index written before the tail and the summary went into the count
+// record has a count of 8 bytes alone, its partial last page in
+// ~wfidx/<workflow>/<page> and its summary in ~wfsum/<workflow>; it is
+// read as it is, and its next batch writes the present record (the old
+// partial page is overwritten when the page fills; the old summary stays,
+// never read again).
 //
 // The index is derived data, not authority state: audit does not compare
 // it, and a replay of the log rebuilds it. Workflows begun before this
@@ -123,14 +127,12 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 		return nil, err
 	}
 	if raw != nil {
-		count, tail, err := l.read.wfTail(ctx, wf, raw)
+		ix, err := l.read.wfRecord(ctx, wf, raw)
 		if err != nil {
 			return nil, err
 		}
-		s.count = count
-		if err := s.sum.load(l.store, wf); err != nil {
-			return nil, err
-		}
+		s.count, s.sum = ix.count, ix.sum
+		tail := ix.tail
 		if s.count%wfPageSize != 0 {
 			s.page = append(make([]byte, 0, wfPageSize*8), tail...)
 		}
@@ -197,10 +199,13 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 			if tail != nil {
 				put(s.lastPageKey(wf), bytes.Clone(tail))
 			}
-		} else {
-			put(s.countKey, append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(tail)), s.count), tail...))
+			put(wfSumKey(wf), s.sum.encode())
+			continue
 		}
-		put(wfSumKey(wf), s.sum.encode())
+		sum := s.sum.encode()
+		v := make([]byte, 8, 8+len(tail)+len(sum))
+		binary.BigEndian.PutUint64(v, s.count)
+		put(s.countKey, append(append(v, tail...), sum...))
 	}
 	clear(x.dirty)
 	x.list.written(put)
@@ -232,7 +237,7 @@ func (x *wfIndexer) discard() {
 }
 
 func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
-	count, tail, ok, err := l.workflowCount(ctx, wf)
+	ix, ok, err := l.workflowIndex(ctx, wf)
 	if err != nil {
 		return nil, false, err
 	}
@@ -248,6 +253,7 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 		}
 		return idx, false, nil
 	}
+	count, tail := ix.count, ix.tail
 	pages := (count + wfPageSize - 1) / wfPageSize
 	page := func(p uint64) ([]byte, error) {
 		if p == count/wfPageSize {
@@ -302,56 +308,67 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	return out, false, nil
 }
 
-// workflowCount returns the number of leaves in wf's index and the
-// indexes of its partial last page (none when the last page is full); ok
-// is false when wf is not indexed, and the error wraps ErrNotFound when wf
-// does not exist.
-func (l *reader) workflowCount(ctx context.Context, wf string) (uint64, []byte, bool, error) {
+// wfIndex is what a workflow's count record says.
+type wfIndex struct {
+	count uint64
+	tail  []byte // the indexes of the partial last page; none when it is full
+	sum   wfSummary
+}
+
+// workflowIndex reads wf's count record; ok is false when wf is not
+// indexed, and the error wraps ErrNotFound when wf does not exist.
+func (l *reader) workflowIndex(ctx context.Context, wf string) (wfIndex, bool, error) {
 	raw, err := l.store.Record(ctx, wfCountKey(wf))
 	if err != nil {
-		return 0, nil, false, err
+		return wfIndex{}, false, err
 	}
 	if raw != nil {
-		count, tail, err := l.wfTail(ctx, wf, raw)
-		return count, tail, err == nil, err
+		ix, err := l.wfRecord(ctx, wf, raw)
+		return ix, err == nil, err
 	}
 	exists, err := l.WorkflowExists(wf)
 	if err != nil {
-		return 0, nil, false, err
+		return wfIndex{}, false, err
 	}
 	if !exists {
-		return 0, nil, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+		return wfIndex{}, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
 	}
-	return 0, nil, false, nil
+	return wfIndex{}, false, nil
 }
 
-// wfTail reads wf's count record raw: the count, then the indexes of the
-// partial last page, or (an index written before the tail went there) the
-// count alone, the partial page in its page record.
-func (l *reader) wfTail(ctx context.Context, wf string, raw []byte) (uint64, []byte, error) {
-	if len(raw) < 8 || len(raw)%8 != 0 {
-		return 0, nil, fmt.Errorf("workflow index of %q: a count record of %d bytes, want 8 and a multiple of 8", wf, len(raw))
+// wfRecord parses wf's count record raw: the count, the indexes of the
+// partial last page and the summary; or (an index written before they
+// went there) the count alone, with the partial page and the summary read
+// from their own records.
+func (l *reader) wfRecord(ctx context.Context, wf string, raw []byte) (wfIndex, error) {
+	if len(raw) < 8 {
+		return wfIndex{}, fmt.Errorf("workflow index of %q: a count record of %d bytes, want at least 8", wf, len(raw))
 	}
-	count := binary.BigEndian.Uint64(raw)
-	part := count % wfPageSize
-	switch {
-	case len(raw) == 8+8*int(part):
-		if part == 0 {
-			return count, nil, nil
+	ix := wfIndex{count: binary.BigEndian.Uint64(raw)}
+	part := int(ix.count % wfPageSize)
+	if len(raw) == 8 {
+		if part != 0 {
+			p, err := l.store.Record(ctx, wfPageKey(wf, ix.count/wfPageSize))
+			if err != nil {
+				return wfIndex{}, err
+			}
+			if len(p) != 8*part {
+				return wfIndex{}, fmt.Errorf("workflow index of %q: page %d holds %d bytes, but the count %d wants %d", wf, ix.count/wfPageSize, len(p), ix.count, 8*part)
+			}
+			ix.tail = p
 		}
-		return count, raw[8:], nil
-	case len(raw) == 8:
-		p, err := l.store.Record(ctx, wfPageKey(wf, count/wfPageSize))
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(p) != 8*int(part) {
-			return 0, nil, fmt.Errorf("workflow index of %q: page %d holds %d bytes, but the count %d wants %d", wf, count/wfPageSize, len(p), count, 8*part)
-		}
-		return count, p, nil
-	default:
-		return 0, nil, fmt.Errorf("workflow index of %q: a count of %d with a tail of %d indexes, want %d", wf, count, (len(raw)-8)/8, part)
+		return ix, ix.sum.load(l.store, wf)
 	}
+	if len(raw) <= 8+8*part {
+		return wfIndex{}, fmt.Errorf("workflow index of %q: a count of %d wants a tail of %d indexes and a summary, but the record holds %d bytes", wf, ix.count, part, len(raw))
+	}
+	if part != 0 {
+		ix.tail = raw[8 : 8+8*part]
+	}
+	if err := json.Unmarshal(raw[8+8*part:], &ix.sum); err != nil {
+		return wfIndex{}, fmt.Errorf("workflow summary of %q: %w", wf, err)
+	}
+	return ix, nil
 }
 
 func (l *reader) WorkflowExists(wf string) (bool, error) {

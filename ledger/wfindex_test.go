@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -159,10 +160,11 @@ func TestBundleTooLarge(t *testing.T) {
 }
 
 // TestWorkflowIndexTail checks where the index keeps a workflow's partial
-// last page: with the count, in one record rewritten per batch, and no
-// page record until the page fills. An index written before (the count
-// alone, the partial page in its page record) is read as it is, across a
-// reopen, and extended in the present layout, through a page filling.
+// last page and its summary: with the count, in one record rewritten per
+// batch, and no page record until the page fills. An index written before
+// (the count alone, the partial page and the summary in records of their
+// own) is read as it is, across a reopen, and extended in the present
+// layout, through a page filling.
 func TestWorkflowIndexTail(t *testing.T) {
 	defer func() { testWfLegacy = false }()
 	w := newWorld(t, Options{})
@@ -231,8 +233,9 @@ func TestWorkflowIndexTail(t *testing.T) {
 			}
 			return
 		}
-		if len(raw) != 8+tail {
-			t.Fatalf("a count record of %d bytes for %d leaves, want 8 and the tail's %d", len(raw), count, tail)
+		var sum wfSummary
+		if len(raw) <= 8+tail || json.Unmarshal(raw[8+tail:], &sum) != nil || sum.First != want[0] || sum.LastAt == "" {
+			t.Fatalf("a count record of %d bytes for %d leaves, want 8, the tail's %d and the summary (first %d)", len(raw), count, tail, want[0])
 		}
 	}
 	testWfLegacy = true
