@@ -22,26 +22,31 @@ import (
 // workflow, the list of its leaves' indexes in pages of 256, written in
 // the same transaction as the leaves:
 //
-//	~wfidx/<workflow>          the number of leaves (8 bytes, big endian),
-//	                           then the indexes of the last page's leaves
-//	                           while it is not full (the tail), then the
-//	                           workflow's summary (wflist.go)
-//	~wfidx/<workflow>/<page>   a full page: 256 indexes, 8 bytes each (page: 8 hex)
+//	~wfidx/<workflow>              the number of leaves (8 bytes, big endian),
+//	                               then the indexes of the leaves past the
+//	                               last whole chunk of 32 (the tail), then
+//	                               the workflow's summary (wflist.go)
+//	~wfidx/<workflow>/<page>       a full page: 256 indexes, 8 bytes each (page: 8 hex)
+//	~wfidx/<workflow>/<page>/<c>   a full chunk of a page not yet full: the
+//	                               32 indexes from 256*page+32*c (c: 1 hex)
 //
 // A read of the leaves after index N costs a binary search over the pages
 // (O(log length) record reads) and one page read per 256 leaves it
-// returns; the last page, if partial, comes with the count. An append
-// rewrites one record per workflow per batch, the count with the tail (at
-// most 2 KiB) and the summary, and writes a page once, when it fills; the sequencer keeps
-// the count and last page of recently appended workflows (wfCached), so it
-// does not read them back for every batch.
+// returns; the last page, if partial, is its chunks (at most 7 reads) and
+// the tail. An append rewrites one record per workflow per batch, the
+// count with the tail (at most 248 bytes) and the summary, and writes a
+// chunk or a page once, when it fills; the sequencer keeps the count and
+// last page of recently appended workflows (wfCached), so it does not read
+// them back for every batch. (The chunks of a page that filled stay in the
+// store, unread: 7 records per 256 leaves.)
 //
 // An index written before the tail and the summary went into the count
 // record has a count of 8 bytes alone, its partial last page in
 // ~wfidx/<workflow>/<page> and its summary in ~wfsum/<workflow>; it is
-// read as it is, and its next batch writes the present record (the old
-// partial page is overwritten when the page fills; the old summary stays,
-// never read again).
+// read as it is, and its next batch writes the present records (the
+// chunks of its partial page, the count record; the old partial page is
+// overwritten when the page fills; the old summary stays, never read
+// again).
 //
 // The index is derived data, not authority state: audit does not compare
 // it, and a replay of the log rebuilds it. Workflows begun before this
@@ -55,6 +60,7 @@ const IndexPrefix = "~"
 const (
 	wfIndexPrefix = IndexPrefix + "wfidx/"
 	wfPageSize    = 256
+	wfChunk       = 32 // indexes per chunk of a partial page
 	// wfLegacy marks a workflow begun before the index: never written.
 	wfLegacy = ^uint64(0)
 )
@@ -63,6 +69,10 @@ func wfCountKey(wf string) string { return wfIndexPrefix + wf }
 
 func wfPageKey(wf string, page uint64) string {
 	return fmt.Sprintf("%s%s/%08x", wfIndexPrefix, wf, page)
+}
+
+func wfChunkKey(wf string, page, chunk uint64) string {
+	return fmt.Sprintf("%s%s/%08x/%x", wfIndexPrefix, wf, page, chunk)
 }
 
 // wfState is a workflow's index as the batches decided so far leave it.
@@ -76,6 +86,9 @@ type wfState struct {
 	pageNo            uint64
 	// sum is the workflow's summary (wflist.go), written with its count.
 	sum wfSummary
+	// oldPage: read from the older layout, whose partial page has no
+	// chunks yet; its next write writes them.
+	oldPage bool
 }
 
 // lastPageKey is the key of the page holding the workflow's last leaf.
@@ -131,10 +144,13 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.count, s.sum = ix.count, ix.sum
-		tail := ix.tail
+		s.count, s.sum, s.oldPage = ix.count, ix.sum, ix.oldPage
 		if s.count%wfPageSize != 0 {
-			s.page = append(make([]byte, 0, wfPageSize*8), tail...)
+			p, err := l.read.wfLastPage(ctx, wf, ix)
+			if err != nil {
+				return nil, err
+			}
+			s.page = append(make([]byte, 0, wfPageSize*8), p...)
 		}
 	}
 	if x.pending == nil {
@@ -170,8 +186,13 @@ func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64, st 
 	}
 	s.page = binary.BigEndian.AppendUint64(s.page, index)
 	s.count++
-	if s.count%wfPageSize == 0 {
+	switch {
+	case s.count%wfPageSize == 0:
 		x.full = append(x.full, fullPage{s.lastPageKey(wf), s.page})
+	case s.count%wfChunk == 0 && !testWfLegacy:
+		// The page only grows past these bytes: they can go as they are.
+		n := len(s.page)
+		x.full = append(x.full, fullPage{wfChunkKey(wf, s.count/wfPageSize, uint64(n/8/wfChunk-1)), s.page[n-8*wfChunk : n : n]})
 	}
 	s.job = x.job
 	if x.dirty == nil {
@@ -202,6 +223,14 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 			put(wfSumKey(wf), s.sum.encode())
 			continue
 		}
+		if s.oldPage {
+			// The chunks the older layout's partial page never had.
+			for c := 0; c < len(tail)/8/wfChunk; c++ {
+				put(wfChunkKey(wf, s.count/wfPageSize, uint64(c)), tail[8*wfChunk*c:8*wfChunk*(c+1):8*wfChunk*(c+1)])
+			}
+			s.oldPage = false
+		}
+		tail = tail[len(tail)-8*int(s.count%wfChunk):]
 		sum := s.sum.encode()
 		v := make([]byte, 8, 8+len(tail)+len(sum))
 		binary.BigEndian.PutUint64(v, s.count)
@@ -253,11 +282,11 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 		}
 		return idx, false, nil
 	}
-	count, tail := ix.count, ix.tail
+	count := ix.count
 	pages := (count + wfPageSize - 1) / wfPageSize
 	page := func(p uint64) ([]byte, error) {
 		if p == count/wfPageSize {
-			return tail, nil // the partial last page (count%wfPageSize > 0)
+			return l.wfLastPage(ctx, wf, ix) // partial (count%wfPageSize > 0)
 		}
 		raw, err := l.store.Record(ctx, wfPageKey(wf, p))
 		if err != nil {
@@ -308,11 +337,35 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	return out, false, nil
 }
 
+// wfLastPage is the partial last page of the index ix of wf (count not a
+// multiple of 256): its chunks, read, then the tail.
+func (l *reader) wfLastPage(ctx context.Context, wf string, ix wfIndex) ([]byte, error) {
+	if ix.oldPage {
+		return ix.tail, nil
+	}
+	page, n := ix.count/wfPageSize, ix.count%wfPageSize/wfChunk
+	out := make([]byte, 0, 8*wfChunk*n+uint64(len(ix.tail)))
+	for c := uint64(0); c < n; c++ {
+		raw, err := l.store.Record(ctx, wfChunkKey(wf, page, c))
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) != 8*wfChunk {
+			return nil, fmt.Errorf("workflow index of %q: chunk %d of page %d holds %d bytes, want %d", wf, c, page, len(raw), 8*wfChunk)
+		}
+		out = append(out, raw...)
+	}
+	return append(out, ix.tail...), nil
+}
+
 // wfIndex is what a workflow's count record says.
 type wfIndex struct {
 	count uint64
-	tail  []byte // the indexes of the partial last page; none when it is full
-	sum   wfSummary
+	// tail: the indexes past the last whole chunk; in the older layout
+	// (oldPage), the whole partial page.
+	tail    []byte
+	sum     wfSummary
+	oldPage bool
 }
 
 // workflowIndex reads wf's count record; ok is false when wf is not
@@ -347,6 +400,7 @@ func (l *reader) wfRecord(ctx context.Context, wf string, raw []byte) (wfIndex, 
 	ix := wfIndex{count: binary.BigEndian.Uint64(raw)}
 	part := int(ix.count % wfPageSize)
 	if len(raw) == 8 {
+		ix.oldPage = true
 		if part != 0 {
 			p, err := l.store.Record(ctx, wfPageKey(wf, ix.count/wfPageSize))
 			if err != nil {
@@ -359,6 +413,7 @@ func (l *reader) wfRecord(ctx context.Context, wf string, raw []byte) (wfIndex, 
 		}
 		return ix, ix.sum.load(l.store, wf)
 	}
+	part = int(ix.count % wfChunk)
 	if len(raw) <= 8+8*part {
 		return wfIndex{}, fmt.Errorf("workflow index of %q: a count of %d wants a tail of %d indexes and a summary, but the record holds %d bytes", wf, ix.count, part, len(raw))
 	}

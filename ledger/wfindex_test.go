@@ -160,8 +160,9 @@ func TestBundleTooLarge(t *testing.T) {
 }
 
 // TestWorkflowIndexTail checks where the index keeps a workflow's partial
-// last page and its summary: with the count, in one record rewritten per
-// batch, and no page record until the page fills. An index written before
+// last page and its summary: the leaves past the last whole chunk of 32
+// with the count, in one record rewritten per batch, each chunk written
+// once, and no page record until the page fills. An index written before
 // (the count alone, the partial page and the summary in records of their
 // own) is read as it is, across a reopen, and extended in the present
 // layout, through a page filling.
@@ -233,6 +234,10 @@ func TestWorkflowIndexTail(t *testing.T) {
 			}
 			return
 		}
+		if count/wfPageSize > 1 && page != nil {
+			t.Fatalf("page %d, not full, has a page record of %d bytes", count/wfPageSize, len(page))
+		}
+		tail = 8 * int(count%wfChunk)
 		var sum wfSummary
 		if len(raw) <= 8+tail || json.Unmarshal(raw[8+tail:], &sum) != nil || sum.First != want[0] || sum.LastAt == "" {
 			t.Fatalf("a count record of %d bytes for %d leaves, want 8, the tail's %d and the summary (first %d)", len(raw), count, tail, want[0])
