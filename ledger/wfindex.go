@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -20,14 +22,31 @@ import (
 // workflow, the list of its leaves' indexes in pages of 256, written in
 // the same transaction as the leaves:
 //
-//	~wfidx/<workflow>          the number of leaves (8 bytes, big endian)
-//	~wfidx/<workflow>/<page>   up to 256 indexes, 8 bytes each (page: 8 hex)
+//	~wfidx/<workflow>              the number of leaves (8 bytes, big endian),
+//	                               then the indexes of the leaves past the
+//	                               last whole chunk of 32 (the tail), then
+//	                               the workflow's summary (wflist.go)
+//	~wfidx/<workflow>/<page>       a full page: 256 indexes, 8 bytes each (page: 8 hex)
+//	~wfidx/<workflow>/<page>/<c>   a full chunk of a page not yet full: the
+//	                               32 indexes from 256*page+32*c (c: 1 hex)
 //
 // A read of the leaves after index N costs a binary search over the pages
 // (O(log length) record reads) and one page read per 256 leaves it
-// returns. An append rewrites one page, at most 2 KiB, once per batch;
-// the sequencer keeps the count and last page of recently appended
-// workflows (wfCached), so it does not read them back for every batch.
+// returns; the last page, if partial, is its chunks (at most 7 reads) and
+// the tail. An append rewrites one record per workflow per batch, the
+// count with the tail (at most 248 bytes) and the summary, and writes a
+// chunk or a page once, when it fills; the sequencer keeps the count and
+// last page of recently appended workflows (wfCached), so it does not read
+// them back for every batch. (The chunks of a page that filled stay in the
+// store, unread: 7 records per 256 leaves.)
+//
+// An index written before the tail and the summary went into the count
+// record has a count of 8 bytes alone, its partial last page in
+// ~wfidx/<workflow>/<page> and its summary in ~wfsum/<workflow>; it is
+// read as it is, and its next batch writes the present records (the
+// chunks of its partial page, the count record; the old partial page is
+// overwritten when the page fills; the old summary stays, never read
+// again).
 //
 // The index is derived data, not authority state: audit does not compare
 // it, and a replay of the log rebuilds it. Workflows begun before this
@@ -41,6 +60,7 @@ const IndexPrefix = "~"
 const (
 	wfIndexPrefix = IndexPrefix + "wfidx/"
 	wfPageSize    = 256
+	wfChunk       = 32 // indexes per chunk of a partial page
 	// wfLegacy marks a workflow begun before the index: never written.
 	wfLegacy = ^uint64(0)
 )
@@ -51,17 +71,24 @@ func wfPageKey(wf string, page uint64) string {
 	return fmt.Sprintf("%s%s/%08x", wfIndexPrefix, wf, page)
 }
 
+func wfChunkKey(wf string, page, chunk uint64) string {
+	return fmt.Sprintf("%s%s/%08x/%x", wfIndexPrefix, wf, page, chunk)
+}
+
 // wfState is a workflow's index as the batches decided so far leave it.
 type wfState struct {
 	count uint64 // wfLegacy: not indexed
 	page  []byte // the last page, whole or partial
 	job   uint64 // the last batch that changed it
 	// countKey is wfCountKey(wf); pageKey is wfPageKey(wf, pageNo), the
-	// key of the last page written, kept so that a batch builds no key.
+	// key of the last page filled, kept so that a batch builds no key.
 	countKey, pageKey string
 	pageNo            uint64
 	// sum is the workflow's summary (wflist.go), written with its count.
 	sum wfSummary
+	// oldPage: read from the older layout, whose partial page has no
+	// chunks yet; its next write writes them.
+	oldPage bool
 }
 
 // lastPageKey is the key of the page holding the workflow's last leaf.
@@ -71,6 +98,10 @@ func (s *wfState) lastPageKey(wf string) string {
 	}
 	return s.pageKey
 }
+
+// testWfLegacy, set by tests only, writes the index as it was written
+// before the tail went into the count record.
+var testWfLegacy bool
 
 // wfCached bounds how many workflows' index states the sequencer keeps
 // once their batches have committed (at most 2 KiB each: the last page).
@@ -109,15 +140,13 @@ func (x *wfIndexer) state(l *sequencer, wf string) (*wfState, error) {
 		return nil, err
 	}
 	if raw != nil {
-		if len(raw) != 8 {
-			return nil, fmt.Errorf("workflow index of %q: a count of %d bytes", wf, len(raw))
-		}
-		s.count = binary.BigEndian.Uint64(raw)
-		if err := s.sum.load(l.store, wf); err != nil {
+		ix, err := l.read.wfRecord(ctx, wf, raw)
+		if err != nil {
 			return nil, err
 		}
+		s.count, s.sum, s.oldPage = ix.count, ix.sum, ix.oldPage
 		if s.count%wfPageSize != 0 {
-			p, err := l.store.Record(ctx, wfPageKey(wf, s.count/wfPageSize))
+			p, err := l.read.wfLastPage(ctx, wf, ix)
 			if err != nil {
 				return nil, err
 			}
@@ -157,8 +186,13 @@ func (x *wfIndexer) add(l *sequencer, wf string, index uint64, prev *uint64, st 
 	}
 	s.page = binary.BigEndian.AppendUint64(s.page, index)
 	s.count++
-	if s.count%wfPageSize == 0 {
+	switch {
+	case s.count%wfPageSize == 0:
 		x.full = append(x.full, fullPage{s.lastPageKey(wf), s.page})
+	case s.count%wfChunk == 0 && !testWfLegacy:
+		// The page only grows past these bytes: they can go as they are.
+		n := len(s.page)
+		x.full = append(x.full, fullPage{wfChunkKey(wf, s.count/wfPageSize, uint64(n/8/wfChunk-1)), s.page[n-8*wfChunk : n : n]})
 	}
 	s.job = x.job
 	if x.dirty == nil {
@@ -177,11 +211,30 @@ func (x *wfIndexer) written(put func(key string, value []byte)) {
 	x.full = x.full[:0]
 	for wf := range x.dirty {
 		s := x.pending[wf]
-		put(s.countKey, binary.BigEndian.AppendUint64(nil, s.count))
-		// The page is only ever appended to, past what this batch writes,
-		// so its bytes can go to the store as they are.
-		put(s.lastPageKey(wf), s.page[:len(s.page):len(s.page)])
-		put(wfSumKey(wf), s.sum.encode())
+		var tail []byte
+		if s.count%wfPageSize != 0 {
+			tail = s.page
+		}
+		if testWfLegacy {
+			put(s.countKey, binary.BigEndian.AppendUint64(nil, s.count))
+			if tail != nil {
+				put(s.lastPageKey(wf), bytes.Clone(tail))
+			}
+			put(wfSumKey(wf), s.sum.encode())
+			continue
+		}
+		if s.oldPage {
+			// The chunks the older layout's partial page never had.
+			for c := 0; c < len(tail)/8/wfChunk; c++ {
+				put(wfChunkKey(wf, s.count/wfPageSize, uint64(c)), tail[8*wfChunk*c:8*wfChunk*(c+1):8*wfChunk*(c+1)])
+			}
+			s.oldPage = false
+		}
+		tail = tail[len(tail)-8*int(s.count%wfChunk):]
+		sum := s.sum.encode()
+		v := make([]byte, 8, 8+len(tail)+len(sum))
+		binary.BigEndian.PutUint64(v, s.count)
+		put(s.countKey, append(append(v, tail...), sum...))
 	}
 	clear(x.dirty)
 	x.list.written(put)
@@ -213,7 +266,7 @@ func (x *wfIndexer) discard() {
 }
 
 func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, limit int) ([]uint64, bool, error) {
-	count, ok, err := l.workflowCount(ctx, wf)
+	ix, ok, err := l.workflowIndex(ctx, wf)
 	if err != nil {
 		return nil, false, err
 	}
@@ -229,8 +282,12 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 		}
 		return idx, false, nil
 	}
+	count := ix.count
 	pages := (count + wfPageSize - 1) / wfPageSize
 	page := func(p uint64) ([]byte, error) {
+		if p == count/wfPageSize {
+			return l.wfLastPage(ctx, wf, ix) // partial (count%wfPageSize > 0)
+		}
 		raw, err := l.store.Record(ctx, wfPageKey(wf, p))
 		if err != nil {
 			return nil, err
@@ -280,25 +337,94 @@ func (l *reader) WorkflowRange(ctx context.Context, wf string, after uint64, lim
 	return out, false, nil
 }
 
-// workflowCount returns the number of leaves in wf's index; ok is false
-// when wf is not indexed, and the error wraps ErrNotFound when wf does not
-// exist.
-func (l *reader) workflowCount(ctx context.Context, wf string) (uint64, bool, error) {
+// wfLastPage is the partial last page of the index ix of wf (count not a
+// multiple of 256): its chunks, read, then the tail.
+func (l *reader) wfLastPage(ctx context.Context, wf string, ix wfIndex) ([]byte, error) {
+	if ix.oldPage {
+		return ix.tail, nil
+	}
+	page, n := ix.count/wfPageSize, ix.count%wfPageSize/wfChunk
+	out := make([]byte, 0, 8*wfChunk*n+uint64(len(ix.tail)))
+	for c := uint64(0); c < n; c++ {
+		raw, err := l.store.Record(ctx, wfChunkKey(wf, page, c))
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) != 8*wfChunk {
+			return nil, fmt.Errorf("workflow index of %q: chunk %d of page %d holds %d bytes, want %d", wf, c, page, len(raw), 8*wfChunk)
+		}
+		out = append(out, raw...)
+	}
+	return append(out, ix.tail...), nil
+}
+
+// wfIndex is what a workflow's count record says.
+type wfIndex struct {
+	count uint64
+	// tail: the indexes past the last whole chunk; in the older layout
+	// (oldPage), the whole partial page.
+	tail    []byte
+	sum     wfSummary
+	oldPage bool
+}
+
+// workflowIndex reads wf's count record; ok is false when wf is not
+// indexed, and the error wraps ErrNotFound when wf does not exist.
+func (l *reader) workflowIndex(ctx context.Context, wf string) (wfIndex, bool, error) {
 	raw, err := l.store.Record(ctx, wfCountKey(wf))
 	if err != nil {
-		return 0, false, err
+		return wfIndex{}, false, err
 	}
-	if raw != nil && len(raw) == 8 {
-		return binary.BigEndian.Uint64(raw), true, nil
+	if raw != nil {
+		ix, err := l.wfRecord(ctx, wf, raw)
+		return ix, err == nil, err
 	}
 	exists, err := l.WorkflowExists(wf)
 	if err != nil {
-		return 0, false, err
+		return wfIndex{}, false, err
 	}
 	if !exists {
-		return 0, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
+		return wfIndex{}, false, fmt.Errorf("workflow %q: %w", wf, ErrNotFound)
 	}
-	return 0, false, nil
+	return wfIndex{}, false, nil
+}
+
+// wfRecord parses wf's count record raw: the count, the indexes of the
+// partial last page and the summary; or (an index written before they
+// went there) the count alone, with the partial page and the summary read
+// from their own records.
+func (l *reader) wfRecord(ctx context.Context, wf string, raw []byte) (wfIndex, error) {
+	if len(raw) < 8 {
+		return wfIndex{}, fmt.Errorf("workflow index of %q: a count record of %d bytes, want at least 8", wf, len(raw))
+	}
+	ix := wfIndex{count: binary.BigEndian.Uint64(raw)}
+	part := int(ix.count % wfPageSize)
+	if len(raw) == 8 {
+		ix.oldPage = true
+		if part != 0 {
+			p, err := l.store.Record(ctx, wfPageKey(wf, ix.count/wfPageSize))
+			if err != nil {
+				return wfIndex{}, err
+			}
+			// (A page that filled since the count was read holds more.)
+			if len(p) < 8*part {
+				return wfIndex{}, fmt.Errorf("workflow index of %q: page %d holds %d bytes, but the count %d wants %d", wf, ix.count/wfPageSize, len(p), ix.count, 8*part)
+			}
+			ix.tail = p[:8*part]
+		}
+		return ix, ix.sum.load(l.store, wf)
+	}
+	part = int(ix.count % wfChunk)
+	if len(raw) <= 8+8*part {
+		return wfIndex{}, fmt.Errorf("workflow index of %q: a count of %d wants a tail of %d indexes and a summary, but the record holds %d bytes", wf, ix.count, part, len(raw))
+	}
+	if part != 0 {
+		ix.tail = raw[8 : 8+8*part]
+	}
+	if err := json.Unmarshal(raw[8+8*part:], &ix.sum); err != nil {
+		return wfIndex{}, fmt.Errorf("workflow summary of %q: %w", wf, err)
+	}
+	return ix, nil
 }
 
 func (l *reader) WorkflowExists(wf string) (bool, error) {

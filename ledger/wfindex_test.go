@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -156,4 +157,106 @@ func TestBundleTooLarge(t *testing.T) {
 	if n := len(b.Entries); n < 7 {
 		t.Fatalf("the bundle of the 7th entry holds %d entries", n)
 	}
+}
+
+// TestWorkflowIndexTail checks where the index keeps a workflow's partial
+// last page and its summary: the leaves past the last whole chunk of 32
+// with the count, in one record rewritten per batch, each chunk written
+// once, and no page record until the page fills. An index written before
+// (the count alone, the partial page and the summary in records of their
+// own) is read as it is, across a reopen, and extended in the present
+// layout, through a page filling.
+func TestWorkflowIndexTail(t *testing.T) {
+	defer func() { testWfLegacy = false }()
+	w := newWorld(t, Options{})
+	alice, a := newActor(t, "user:alice"), newActor(t, "agent:a")
+	w.enroll(alice)
+	const wf = "wf_t"
+	c := w.confirm(alice, "c_t", grant(a, wf, []string{"t/*"}, []string{"act"}, nil, nil, 86400))
+	w.must(alice, c, authority.Accepted, "")
+	n := 0
+	submit := func(l *Ledger, k int) {
+		t.Helper()
+		var ps []*Pending
+		for i := 0; i < k; i++ {
+			r := w.pending(a, fmt.Sprintf("r_%d", n), wf, c.ConfirmID, c.ScopeHash, "s", "act", "t/x", nil)
+			n++
+			if err := statement.Seal(r); err != nil {
+				t.Fatal(err)
+			}
+			_, raw, err := statement.Sign(a.priv, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := l.Submit(context.Background(), raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		for _, p := range ps {
+			if r, err := p.Wait(context.Background()); err != nil || r.Verdict != authority.Accepted {
+				t.Fatalf("%v %v", r, err)
+			}
+		}
+	}
+	check := func(l *Ledger, legacy bool) {
+		t.Helper()
+		ctx := context.Background()
+		want, err := l.read.walkAfter(ctx, wf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.WorkflowIndexes(wf)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("the index gives %d leaves (%v), the back-links %d", len(got), err, len(want))
+		}
+		for _, after := range []uint64{0, want[255], want[len(want)-2]} {
+			idx, _, err := l.WorkflowRange(ctx, wf, after, 1000)
+			i, _ := slices.BinarySearch(want, after+1)
+			if err != nil || !slices.Equal(idx, want[i:]) {
+				t.Fatalf("after %d: %d leaves (%v), want %d", after, len(idx), err, len(want[i:]))
+			}
+		}
+		count := uint64(len(want))
+		raw, err := l.read.store.Record(ctx, wfCountKey(wf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := l.read.store.Record(ctx, wfPageKey(wf, count/wfPageSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail := 8 * int(count%wfPageSize)
+		if legacy {
+			if len(raw) != 8 || len(page) != tail {
+				t.Fatalf("legacy layout: a count record of %d bytes and a partial page of %d, want 8 and %d", len(raw), len(page), tail)
+			}
+			return
+		}
+		if count/wfPageSize > 1 && page != nil {
+			t.Fatalf("page %d, not full, has a page record of %d bytes", count/wfPageSize, len(page))
+		}
+		tail = 8 * int(count%wfChunk)
+		var sum wfSummary
+		if len(raw) <= 8+tail || json.Unmarshal(raw[8+tail:], &sum) != nil || sum.First != want[0] || sum.LastAt == "" {
+			t.Fatalf("a count record of %d bytes for %d leaves, want 8, the tail's %d and the summary (first %d)", len(raw), count, tail, want[0])
+		}
+	}
+	testWfLegacy = true
+	submit(w.l, 300)
+	check(w.l, true)
+	w.l.Close()
+	testWfLegacy = false
+	l, err := Open(w.dir, Options{Clock: w.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.l = l
+	check(l, true)
+	submit(l, 50) // still in the page the legacy layout left partial
+	check(l, false)
+	submit(l, 250) // past its end: the page is written whole, a new tail begins
+	check(l, false)
+	compareState(t, l, w.replay())
 }

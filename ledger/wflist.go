@@ -24,12 +24,16 @@ import (
 //
 //	~wflist                the number of workflows listed (8 bytes, big endian)
 //	~wflist/<page>         up to 32 workflow ids, each followed by "\n" (page: 8 hex)
-//	~wfsum/<workflow>      the workflow's summary (JSON, a few hundred bytes)
+//
+// and, at the end of the workflow's count record ~wfidx/<workflow>
+// (wfindex.go), its summary (JSON, a few hundred bytes; an index written
+// before kept it in ~wfsum/<workflow>).
 //
 // A workflow joins the list with its first leaf; the page of the newest is
 // rewritten once per batch that begins a workflow (at most 8 KiB: ids are
 // identifiers of at most 256 bytes, never holding "\n"). The summary is
-// rewritten with the workflow's count, once per batch that appends to it:
+// rewritten with the workflow's count, in the same record, once per batch
+// that appends to it:
 // its first index, the time of its latest leaf, how many of its leaves are
 // DENIALs, and the names of the first agents granted authority in it.
 // A page of the list costs O(limit) record reads, whatever the log's size.
@@ -50,7 +54,8 @@ func wfListPageKey(page uint64) string { return fmt.Sprintf("%s/%08x", wfListKey
 
 func wfSumKey(wf string) string { return wfSumPrefix + wf }
 
-// wfSummary is what ~wfsum/<workflow> holds.
+// wfSummary is the summary that ends a workflow's count record (or, in
+// an index written before, what ~wfsum/<workflow> holds).
 type wfSummary struct {
 	First   uint64 `json:"first"`
 	LastAt  string `json:"last_at,omitempty"`
@@ -236,15 +241,12 @@ func (l *reader) WorkflowList(ctx context.Context, before uint64, limit int, now
 	for i := len(ids) - 1; i >= 0; i-- {
 		wf := ids[i]
 		w := WorkflowListing{Workflow: wf, Position: from + uint64(i)}
-		count, _, err := l.workflowCount(ctx, wf)
+		ix, _, err := l.workflowIndex(ctx, wf)
 		if err != nil {
 			return nil, 0, err
 		}
-		var sum wfSummary
-		if err := sum.load(l.store, wf); err != nil {
-			return nil, 0, err
-		}
-		w.Entries, w.First, w.LastAt, w.Denials, w.Agents, w.MoreAgents = count, sum.First, sum.LastAt, sum.Denials, sum.Agents, sum.MoreAgents
+		sum := ix.sum
+		w.Entries, w.First, w.LastAt, w.Denials, w.Agents, w.MoreAgents = ix.count, sum.First, sum.LastAt, sum.Denials, sum.Agents, sum.MoreAgents
 		if rec := v.Workflow(wf); rec != nil {
 			w.Last, w.OwnerKey, w.StepStops = rec.Last, rec.Owner, rec.StepStops
 			if rec.Owner != "" {

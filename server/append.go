@@ -179,8 +179,7 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 		status = http.StatusForbidden
 		s.m.denials.WithLabelValues(string(res.Code)).Inc()
 	}
-	s.m.appends.WithLabelValues(out.Verdict).Inc()
-	s.m.latency.WithLabelValues(out.Verdict).Observe(time.Since(start).Seconds())
+	s.m.answer(out.Verdict, time.Since(start).Seconds())
 	s.logDecision(r, start, out.Verdict, out.ReasonCode, &res.Index, res.Duplicate)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, status, out)

@@ -78,6 +78,11 @@ func keyOfAddr(host string) string {
 	if err != nil {
 		return host
 	}
+	if a.Is4() {
+		// ParseAddr takes an IPv4 address only in its one written form,
+		// so host is already the key: nothing to allocate per request.
+		return host
+	}
 	a = a.Unmap().WithZone("")
 	if a.Is4() {
 		return a.String()

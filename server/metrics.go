@@ -5,6 +5,7 @@ import (
 
 	"github.com/custodylog/custody/internal/version"
 	"github.com/custodylog/custody/ledger"
+	"github.com/custodylog/custody/server/api"
 )
 
 // metrics are the server's Prometheus metrics. The ledger's own commit
@@ -23,6 +24,25 @@ type metrics struct {
 	// heavyRefused counts reads answered 503 for want of a heavy-read
 	// token (readcap.go).
 	heavyRefused prometheus.Counter
+	// answered holds appends' and latency's series of the verdicts every
+	// logged append ends in (accepted, held, denied), looked up once here
+	// rather than by label on every answer.
+	answered map[string]verdictSeries
+}
+
+type verdictSeries struct {
+	appends prometheus.Counter
+	latency prometheus.Observer
+}
+
+// answer counts one append answered with verdict after d seconds.
+func (m *metrics) answer(verdict string, seconds float64) {
+	vs, ok := m.answered[verdict]
+	if !ok {
+		vs = verdictSeries{m.appends.WithLabelValues(verdict), m.latency.WithLabelValues(verdict)}
+	}
+	vs.appends.Inc()
+	vs.latency.Observe(seconds)
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -42,6 +62,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help: "Event streams ended because their client did not keep up (a write past StreamWriteTimeout, or more than StreamLag events behind)."}),
 		heavyRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "custody_heavy_reads_refused_total",
 			Help: "Bundle, workflow and catch-up reads answered 503 because every heavy-read token was taken."}),
+	}
+	m.answered = map[string]verdictSeries{}
+	for _, v := range []string{api.Accepted, api.Held, api.Denied} {
+		m.answered[v] = verdictSeries{m.appends.WithLabelValues(v), m.latency.WithLabelValues(v)}
 	}
 	bi := version.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "custody_build_info",
