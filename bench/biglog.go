@@ -190,8 +190,17 @@ type BigResult struct {
 	// the goroutines that ran them alone (their threads' CPU clocks):
 	// without the background work that a log right after a bulk build
 	// does for minutes (Badger compacting), so they compare across sizes.
-	ProofOwnCPUUs    float64 `json:"proof_own_cpu_us"`
-	BundleOwnCPUUs   float64 `json:"bundle_own_cpu_us"`
+	ProofOwnCPUUs  float64 `json:"proof_own_cpu_us"`
+	BundleOwnCPUUs float64 `json:"bundle_own_cpu_us"`
+	// ProofFaults and BundleFaults are the page faults per operation the
+	// measuring threads took (getrusage RUSAGE_THREAD), minor and major:
+	// a first touch of a page of Badger's memory-mapped files costs a
+	// minor fault (a major one if the page is not in the page cache), and
+	// the thread's CPU clock counts the kernel's time on it.
+	ProofFaults      float64 `json:"proof_faults"`
+	ProofMajFaults   float64 `json:"proof_major_faults"`
+	BundleFaults     float64 `json:"bundle_faults"`
+	BundleMajFaults  float64 `json:"bundle_major_faults"`
 	VerifyCPUUs      float64 `json:"verify_cpu_us"`
 	BundleEntries    int     `json:"bundle_entries"`
 	BundleBytes      int     `json:"bundle_bytes"`
@@ -320,13 +329,14 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 		return fmt.Errorf("the log has %d entries, its meta file says %d", size, meta.Size)
 	}
 	var err error
-	r.ProofsPerSec, r.ProofCPUUs, r.ProofOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
+	p, err := parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
 		_, err := l.InclusionProof(*x%size, size)
 		return err
 	})
+	r.ProofsPerSec, r.ProofCPUUs, r.ProofOwnCPUUs, r.ProofFaults, r.ProofMajFaults = p.rate, p.cpuUs, p.ownUs, p.faults, p.majFaults
 	if err != nil {
 		return fmt.Errorf("inclusion proofs: %w", err)
 	}
@@ -339,10 +349,11 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 		return err
 	}
 	r.BundleEntries, r.BundleBytes = len(b.Entries), len(data)
-	r.BundlesPerSec, r.BundleCPUUs, r.BundleOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
+	p, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
 		_, err := l.Prove(meta.Subject, false)
 		return err
 	})
+	r.BundlesPerSec, r.BundleCPUUs, r.BundleOwnCPUUs, r.BundleFaults, r.BundleMajFaults = p.rate, p.cpuUs, p.ownUs, p.faults, p.majFaults
 	if err != nil {
 		return fmt.Errorf("bundles: %w", err)
 	}
@@ -364,19 +375,29 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 	if err := check(0, nil); err != nil {
 		return err
 	}
-	r.VerifiesPerSec, r.VerifyCPUUs, _, err = parallel(ctx, r.Goroutines, d, check)
+	p, err = parallel(ctx, r.Goroutines, d, check)
+	r.VerifiesPerSec, r.VerifyCPUUs = p.rate, p.cpuUs
 	return err
 }
 
+// parallelStats is what parallel measured: calls per second, the
+// process's CPU microseconds per call, the calling threads' own CPU
+// microseconds per call, and their page faults per call (minor, major).
+type parallelStats struct {
+	rate, cpuUs, ownUs float64
+	faults, majFaults  float64
+}
+
 // parallel runs f on g goroutines for d and returns calls per second, the
-// process's CPU microseconds per call, and the CPU microseconds per call of
-// the calling goroutines alone (each locked to its thread, whose CPU clock
-// it reads: background work such as Badger's compactions and the
-// collector's own workers is left out, the collector's assists are not).
-// Each goroutine has its own state word, seeded differently.
-func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (float64, float64, float64, error) {
+// process's CPU microseconds per call, and the CPU microseconds and page
+// faults per call of the calling goroutines alone (each locked to its
+// thread, whose CPU clock and getrusage it reads: background work such as
+// Badger's compactions and the collector's own workers is left out, the
+// collector's assists are not). Each goroutine has its own state word,
+// seeded differently.
+func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (parallelStats, error) {
 	var n atomic.Int64
-	var own atomic.Int64 // nanoseconds
+	var own, minor, major atomic.Int64 // nanoseconds, faults
 	var errOnce sync.Once
 	var firstErr error
 	var wg sync.WaitGroup
@@ -390,7 +411,13 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			t0 := threadCPU()
-			defer func() { own.Add(int64(threadCPU() - t0)) }()
+			mi0, ma0 := threadFaults()
+			defer func() {
+				own.Add(int64(threadCPU() - t0))
+				mi, ma := threadFaults()
+				minor.Add(mi - mi0)
+				major.Add(ma - ma0)
+			}()
 			x := uint64(88172645463325252) + uint64(i)*0x9e3779b97f4a7c15
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				for range 8 {
@@ -407,9 +434,10 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	ownUs := 0.0
-	if c := n.Load(); c > 0 {
-		ownUs = float64(own.Load()) / 1000 / float64(c)
+	s := parallelStats{rate: float64(n.Load()) / time.Since(start).Seconds(), cpuUs: cpuPerOp(cpu0, int(n.Load()))}
+	if c := float64(n.Load()); c > 0 {
+		s.ownUs = float64(own.Load()) / 1000 / c
+		s.faults, s.majFaults = float64(minor.Load())/c, float64(major.Load())/c
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), cpuPerOp(cpu0, int(n.Load())), ownUs, firstErr
+	return s, firstErr
 }

@@ -93,14 +93,14 @@ func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64
 	if size == 0 {
 		return 0, 0, 0, fmt.Errorf("%s is empty", loc)
 	}
-	rate, cpu, _, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
+	p, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
 		_, err := l.InclusionProof(*x%size, size)
 		return err
 	})
-	return size, rate, cpu, err
+	return size, p.rate, p.cpuUs, err
 }
 
 // proofGoroutines is how many goroutines ask for proofs: enough to keep a

@@ -184,13 +184,14 @@ func growthRows(row func(string, string, string, *bool), indent string, g *Growt
 		what           string
 		ra, rb, ca, cb float64
 		pa, pb         float64 // the process's CPU
+		fa, fb         float64 // page faults of the measuring threads
 		rateR, cpuR    float64
 	}{
-		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, g.ProofsRatio, g.ProofCPURatio},
-		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, g.BundlesRatio, g.BundleCPURatio},
+		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, a.ProofFaults, b.ProofFaults, g.ProofsRatio, g.ProofCPURatio},
+		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, a.BundleFaults, b.BundleFaults, g.BundlesRatio, g.BundleCPURatio},
 	} {
 		ok := share(x.cpuR) >= TargetGrowth
-		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's), then %s (%.0f, %.0f µs)", indent, x.what, rate(x.ra), x.ca, x.pa, rate(x.rb), x.cb, x.pb),
+		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's, %.2f page faults), then %s (%.0f, %.0f µs, %.2f)", indent, x.what, rate(x.ra), x.ca, x.pa, x.fa, rate(x.rb), x.cb, x.pb, x.fb),
 			fmt.Sprintf("%.2f× the CPU (%.2f by CPU; %.2f of the rate)", x.cpuR, share(x.cpuR), x.rateR),
 			fmt.Sprintf(">= %.1f by CPU", TargetGrowth), &ok)
 	}
