@@ -386,6 +386,9 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 type parallelStats struct {
 	rate, cpuUs, ownUs float64
 	faults, majFaults  float64
+	// The totals behind them: calls, seconds, own CPU nanoseconds, faults.
+	n, ownNs, minor, major int64
+	secs                   float64
 }
 
 // parallel runs f on g goroutines for d and returns calls per second, the
@@ -434,10 +437,121 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	s := parallelStats{rate: float64(n.Load()) / time.Since(start).Seconds(), cpuUs: cpuPerOp(cpu0, int(n.Load()))}
+	s := parallelStats{rate: float64(n.Load()) / time.Since(start).Seconds(), cpuUs: cpuPerOp(cpu0, int(n.Load())),
+		n: n.Load(), ownNs: own.Load(), minor: minor.Load(), major: major.Load(), secs: time.Since(start).Seconds()}
 	if c := float64(n.Load()); c > 0 {
 		s.ownUs = float64(own.Load()) / 1000 / c
 		s.faults, s.majFaults = float64(minor.Load())/c, float64(major.Load())/c
 	}
 	return s, firstErr
+}
+
+// PairSlices is how many turns MeasurePair gives each of its two logs, for
+// proofs and again for bundles.
+const PairSlices = 8
+
+// MeasurePair measures inclusion proofs and bundle builds on two big logs
+// that BuildBigLog made (small and large: folders, or store URLs with
+// their BuildResults in builds), in turn: PairSlices slices of
+// d/PairSlices on each, alternating, on the same goroutines as
+// MeasureBigLog. The logs are measured alike, but a shared machine's load
+// changes by the second; measured in turn, both sizes see the same load,
+// so their ratio (Growth) is the logs', not the minute's. Only the proof
+// and bundle fields of the two results are set (rates, own CPU and page
+// faults per operation; the process's CPU per operation counts both
+// logs' background work, so it is left out).
+func MeasurePair(ctx context.Context, small, large string, builds [2]*BuildResult, d time.Duration, opts ledger.Options) ([2]BigResult, error) {
+	var out [2]BigResult
+	var metas [2]bigMeta
+	var ls [2]*ledger.Ledger
+	defer func() {
+		for _, l := range ls {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}()
+	for i, loc := range []string{small, large} {
+		if b := builds[i]; b != nil && ledger.IsStoreURL(loc) {
+			metas[i] = bigMeta{Size: b.Size, Subject: b.Subject}
+		} else {
+			m, err := readBigMeta(loc)
+			if err != nil {
+				return out, err
+			}
+			metas[i] = m
+		}
+		l, err := ledger.Open(loc, opts)
+		if err != nil {
+			return out, err
+		}
+		if l.Head().Size != metas[i].Size {
+			return out, fmt.Errorf("%s has %d entries, its meta says %d", loc, l.Head().Size, metas[i].Size)
+		}
+		ls[i] = l
+		out[i] = BigResult{Size: metas[i].Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	}
+	slice := max(d/PairSlices, 10*time.Millisecond)
+	var proofs, bundles [2]parallelStats
+	for range PairSlices {
+		for i, l := range ls {
+			size := metas[i].Size
+			p, err := parallel(ctx, out[i].Goroutines, slice, func(g int, x *uint64) error {
+				*x ^= *x << 13
+				*x ^= *x >> 7
+				*x ^= *x << 17
+				_, err := l.InclusionProof(*x%size, size)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("inclusion proofs at %d: %w", size, err)
+			}
+			proofs[i].add(p)
+		}
+	}
+	for range PairSlices {
+		for i, l := range ls {
+			subject := metas[i].Subject
+			p, err := parallel(ctx, out[i].Goroutines, slice, func(int, *uint64) error {
+				_, err := l.Prove(subject, false)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("bundles at %d: %w", metas[i].Size, err)
+			}
+			bundles[i].add(p)
+		}
+	}
+	for i := range out {
+		p, b := proofs[i].totals(), bundles[i].totals()
+		out[i].ProofsPerSec, out[i].ProofOwnCPUUs, out[i].ProofFaults, out[i].ProofMajFaults = p.rate, p.ownUs, p.faults, p.majFaults
+		out[i].BundlesPerSec, out[i].BundleOwnCPUUs, out[i].BundleFaults, out[i].BundleMajFaults = b.rate, b.ownUs, b.faults, b.majFaults
+	}
+	var err error
+	for i, l := range ls {
+		err = errors.Join(err, l.Close())
+		ls[i] = nil
+	}
+	return out, err
+}
+
+// add sums another measurement's totals into s.
+func (s *parallelStats) add(o parallelStats) {
+	s.n += o.n
+	s.ownNs += o.ownNs
+	s.minor += o.minor
+	s.major += o.major
+	s.secs += o.secs
+}
+
+// totals sets the per-call figures from the totals.
+func (s parallelStats) totals() parallelStats {
+	if s.n > 0 {
+		c := float64(s.n)
+		s.ownUs, s.faults, s.majFaults = float64(s.ownNs)/1000/c, float64(s.minor)/c, float64(s.major)/c
+	}
+	if s.secs > 0 {
+		s.rate = float64(s.n) / s.secs
+	}
+	return s
 }
