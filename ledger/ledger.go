@@ -49,9 +49,11 @@ type Options struct {
 	Clock func() time.Time
 	// Passphrase supplies the log key file's passphrase if it is encrypted.
 	Passphrase func() ([]byte, error)
-	// ProofCacheTiles is how many full tiles proofs keep in memory
-	// (default 65536; a level-0 tile takes about 350 B, so a 16M-entry
-	// tree fits in about 22 MiB).
+	// ProofCacheTiles is how many tiles proofs keep in memory besides the
+	// level-0 summaries (ProofSummaryTiles), evicting the least recently
+	// used (default 65536; a tile of a higher level takes 16 KiB, and there
+	// is one per 65,536 entries; a level-0 tile past ProofSummaryTiles
+	// about 350 B).
 	ProofCacheTiles int
 	// ProofSummaryTiles is how many level-0 tiles' summaries (128 B
 	// each: the tile's nodes at tree level 6) proofs keep in flat arrays,
