@@ -44,6 +44,9 @@ type BuildResult struct {
 	Subject uint64 `json:"subject,omitempty"`
 }
 
+// BuildLeaseTTL is the sequencer lease BuildBigLog holds on a shared store.
+const BuildLeaseTTL = 30 * time.Second
+
 // buildChunk and buildWriters shape the filling of a big log: each writer
 // appends chunks of buildChunk leaves, so the pipeline always has a full
 // batch (MaxBatch is 2048) waiting while one commits.
@@ -58,8 +61,13 @@ const (
 // with LeafBytes-byte raw leaves through Options.LogOnly and AppendLeaves,
 // and ends with more receipts of the workflow, so that the bundle of the
 // last pending receipt spans the whole log. Progress goes to progress.
+//
+// On a shared store the builder holds the sequencer lease for
+// BuildLeaseTTL, not the ledger's default 3 s: nothing else competes for
+// it, and on a loaded machine a renewal held up for a few seconds would
+// otherwise end a build of many minutes.
 func BuildBigLog(ctx context.Context, dir string, size int, progress io.Writer) (BuildResult, error) {
-	w, err := newWorld(dir, ledger.Options{LogOnly: true})
+	w, err := newWorld(dir, ledger.Options{LogOnly: true, LeaseTTL: BuildLeaseTTL})
 	if err != nil {
 		return BuildResult{}, err
 	}
