@@ -58,7 +58,7 @@ type Options struct {
 	// ProofSummaryTiles is how many level-0 tiles' summaries (128 B
 	// each: the tile's nodes at tree level 6) proofs keep in flat arrays,
 	// never evicted, from tile 0 on (default 131072: the first 33.5M
-	// entries, at most 16 MiB; 5 MiB at 10M entries). A proof of a leaf in
+	// entries, at most 16.5 MiB; 5 MiB at 10M entries). A proof of a leaf in
 	// one of them costs the same whatever the log's size; the level-0
 	// tiles after them go to the tile cache (ProofCacheTiles).
 	ProofSummaryTiles int
