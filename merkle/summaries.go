@@ -18,7 +18,7 @@ const summaryChunkTiles = 256
 // level-0 tiles, 13 MiB) miss the processor's caches on most proofs and
 // so made a proof dearer the larger the log.
 //
-// Nothing is evicted: memory is bounded by max (128 B × max, allocated a
+// Nothing is evicted: memory is bounded by max (132 B × max, allocated a
 // chunk of 256 tiles at a time as tiles are first proved). Like a tile, a
 // partial summary is a prefix of every later version of itself, so a slot
 // only grows: its hashes are written once, under mu, before its width
