@@ -73,12 +73,12 @@ func NewProver(r TileReader, cacheTiles int) *Prover {
 
 // NewSummaryProver is [NewProver] with, besides the tile cache, a cache of
 // the summaries (the up to 4 nodes at tree level 6) of level-0 tiles
-// 0..summaryTiles-1 in flat arrays: 128 bytes a tile (and 4 for its width), never evicted, so at
-// most 132 × summaryTiles bytes (5 MiB at 10M entries, which have 39,063
-// level-0 tiles). A proof looks its leaf's tile up there in one memory
-// read, at the same cost whatever the size of the log, where the tile
-// cache's map of expanded tiles costs about 340 bytes a tile and more
-// processor cache misses the more tiles it holds. A tile's summary comes
+// 0..summaryTiles-1 in flat arrays: 128 bytes a tile and 4 for its width,
+// never evicted, so at most 132 × summaryTiles bytes (5 MiB at 10M
+// entries, which have 39,063 level-0 tiles). A proof looks its leaf's tile
+// up there in one memory read, where the tile cache's map of expanded
+// tiles costs about 340 bytes a tile and more processor cache misses the
+// more tiles it holds. A tile's summary comes
 // from its summary tile (see [SummaryTileLevel]; with a [TileBatchReader],
 // SummaryGroup at a time) or, in a log written before summaries, from the
 // tile itself. Level-0 tiles from summaryTiles on are cached in the tile
