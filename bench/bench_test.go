@@ -214,6 +214,11 @@ func TestGrowthTiny(t *testing.T) {
 		g.ProofHashesFrom != 10 || g.ProofHashesTo != 11 {
 		t.Fatalf("growth: %+v", g)
 	}
+	// The ratios are of the two logs measured in turn.
+	if g.Paired == nil || g.Paired[0].Size != 700 || g.Paired[1].Size != 2000 || g.Paired[0].ProofOwnCPUUs <= 0 || g.Paired[1].BundleOwnCPUUs <= 0 ||
+		g.ProofCPURatio != g.Paired[1].ProofOwnCPUUs/g.Paired[0].ProofOwnCPUUs {
+		t.Fatalf("growth not from the paired measurement: %+v", g)
+	}
 	var table bytes.Buffer
 	r.WriteTable(&table)
 	if !strings.Contains(table.String(), "growth from 700 to 2,000 entries") {
@@ -232,6 +237,11 @@ func TestGrowthTiny(t *testing.T) {
 	raw, _ := json.Marshal(meta)
 	if err := os.WriteFile(filepath.Join(keep, metaFile), raw, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// Without BigDir the smaller log is kept until both are measured in turn.
+	r4, err := Run(context.Background(), Config{Dir: t.TempDir(), Phases: []string{PhaseBig}, Size: 1200, GrowthFrom: 500, ReadFor: 50 * time.Millisecond})
+	if err != nil || len(r4.Errors) > 0 || r4.Growth == nil || r4.Growth.Paired == nil {
+		t.Fatalf("growth of fresh logs: %v %v %+v", err, r4.Errors, r4.Growth)
 	}
 	cfg.GrowthFrom = -1
 	r3, err := Run(context.Background(), cfg)

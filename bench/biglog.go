@@ -44,6 +44,9 @@ type BuildResult struct {
 	Subject uint64 `json:"subject,omitempty"`
 }
 
+// BuildLeaseTTL is the sequencer lease BuildBigLog holds on a shared store.
+const BuildLeaseTTL = 30 * time.Second
+
 // buildChunk and buildWriters shape the filling of a big log: each writer
 // appends chunks of buildChunk leaves, so the pipeline always has a full
 // batch (MaxBatch is 2048) waiting while one commits.
@@ -58,8 +61,13 @@ const (
 // with LeafBytes-byte raw leaves through Options.LogOnly and AppendLeaves,
 // and ends with more receipts of the workflow, so that the bundle of the
 // last pending receipt spans the whole log. Progress goes to progress.
+//
+// On a shared store the builder holds the sequencer lease for
+// BuildLeaseTTL, not the ledger's default 3 s: nothing else competes for
+// it, and on a loaded machine a renewal held up for a few seconds would
+// otherwise end a build of many minutes.
 func BuildBigLog(ctx context.Context, dir string, size int, progress io.Writer) (BuildResult, error) {
-	w, err := newWorld(dir, ledger.Options{LogOnly: true})
+	w, err := newWorld(dir, ledger.Options{LogOnly: true, LeaseTTL: BuildLeaseTTL})
 	if err != nil {
 		return BuildResult{}, err
 	}
@@ -190,8 +198,17 @@ type BigResult struct {
 	// the goroutines that ran them alone (their threads' CPU clocks):
 	// without the background work that a log right after a bulk build
 	// does for minutes (Badger compacting), so they compare across sizes.
-	ProofOwnCPUUs    float64 `json:"proof_own_cpu_us"`
-	BundleOwnCPUUs   float64 `json:"bundle_own_cpu_us"`
+	ProofOwnCPUUs  float64 `json:"proof_own_cpu_us"`
+	BundleOwnCPUUs float64 `json:"bundle_own_cpu_us"`
+	// ProofFaults and BundleFaults are the page faults per operation the
+	// measuring threads took (getrusage RUSAGE_THREAD), minor and major:
+	// a first touch of a page of Badger's memory-mapped files costs a
+	// minor fault (a major one if the page is not in the page cache), and
+	// the thread's CPU clock counts the kernel's time on it.
+	ProofFaults      float64 `json:"proof_faults"`
+	ProofMajFaults   float64 `json:"proof_major_faults"`
+	BundleFaults     float64 `json:"bundle_faults"`
+	BundleMajFaults  float64 `json:"bundle_major_faults"`
 	VerifyCPUUs      float64 `json:"verify_cpu_us"`
 	BundleEntries    int     `json:"bundle_entries"`
 	BundleBytes      int     `json:"bundle_bytes"`
@@ -320,13 +337,14 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 		return fmt.Errorf("the log has %d entries, its meta file says %d", size, meta.Size)
 	}
 	var err error
-	r.ProofsPerSec, r.ProofCPUUs, r.ProofOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
+	p, err := parallel(ctx, r.Goroutines, d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
 		_, err := l.InclusionProof(*x%size, size)
 		return err
 	})
+	r.ProofsPerSec, r.ProofCPUUs, r.ProofOwnCPUUs, r.ProofFaults, r.ProofMajFaults = p.rate, p.cpuUs, p.ownUs, p.faults, p.majFaults
 	if err != nil {
 		return fmt.Errorf("inclusion proofs: %w", err)
 	}
@@ -339,10 +357,11 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 		return err
 	}
 	r.BundleEntries, r.BundleBytes = len(b.Entries), len(data)
-	r.BundlesPerSec, r.BundleCPUUs, r.BundleOwnCPUUs, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
+	p, err = parallel(ctx, r.Goroutines, d, func(int, *uint64) error {
 		_, err := l.Prove(meta.Subject, false)
 		return err
 	})
+	r.BundlesPerSec, r.BundleCPUUs, r.BundleOwnCPUUs, r.BundleFaults, r.BundleMajFaults = p.rate, p.cpuUs, p.ownUs, p.faults, p.majFaults
 	if err != nil {
 		return fmt.Errorf("bundles: %w", err)
 	}
@@ -364,19 +383,32 @@ func measureOpen(ctx context.Context, l *ledger.Ledger, meta bigMeta, d time.Dur
 	if err := check(0, nil); err != nil {
 		return err
 	}
-	r.VerifiesPerSec, r.VerifyCPUUs, _, err = parallel(ctx, r.Goroutines, d, check)
+	p, err = parallel(ctx, r.Goroutines, d, check)
+	r.VerifiesPerSec, r.VerifyCPUUs = p.rate, p.cpuUs
 	return err
 }
 
+// parallelStats is what parallel measured: calls per second, the
+// process's CPU microseconds per call, the calling threads' own CPU
+// microseconds per call, and their page faults per call (minor, major).
+type parallelStats struct {
+	rate, cpuUs, ownUs float64
+	faults, majFaults  float64
+	// The totals behind them: calls, seconds, own CPU nanoseconds, faults.
+	n, ownNs, minor, major int64
+	secs                   float64
+}
+
 // parallel runs f on g goroutines for d and returns calls per second, the
-// process's CPU microseconds per call, and the CPU microseconds per call of
-// the calling goroutines alone (each locked to its thread, whose CPU clock
-// it reads: background work such as Badger's compactions and the
-// collector's own workers is left out, the collector's assists are not).
-// Each goroutine has its own state word, seeded differently.
-func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (float64, float64, float64, error) {
+// process's CPU microseconds per call, and the CPU microseconds and page
+// faults per call of the calling goroutines alone (each locked to its
+// thread, whose CPU clock and getrusage it reads: background work such as
+// Badger's compactions and the collector's own workers is left out, the
+// collector's assists are not). Each goroutine has its own state word,
+// seeded differently.
+func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *uint64) error) (parallelStats, error) {
 	var n atomic.Int64
-	var own atomic.Int64 // nanoseconds
+	var own, minor, major atomic.Int64 // nanoseconds, faults
 	var errOnce sync.Once
 	var firstErr error
 	var wg sync.WaitGroup
@@ -390,7 +422,13 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			t0 := threadCPU()
-			defer func() { own.Add(int64(threadCPU() - t0)) }()
+			mi0, ma0 := threadFaults()
+			defer func() {
+				own.Add(int64(threadCPU() - t0))
+				mi, ma := threadFaults()
+				minor.Add(mi - mi0)
+				major.Add(ma - ma0)
+			}()
 			x := uint64(88172645463325252) + uint64(i)*0x9e3779b97f4a7c15
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				for range 8 {
@@ -407,9 +445,121 @@ func parallel(ctx context.Context, g int, d time.Duration, f func(g int, state *
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	ownUs := 0.0
-	if c := n.Load(); c > 0 {
-		ownUs = float64(own.Load()) / 1000 / float64(c)
+	s := parallelStats{rate: float64(n.Load()) / time.Since(start).Seconds(), cpuUs: cpuPerOp(cpu0, int(n.Load())),
+		n: n.Load(), ownNs: own.Load(), minor: minor.Load(), major: major.Load(), secs: time.Since(start).Seconds()}
+	if c := float64(n.Load()); c > 0 {
+		s.ownUs = float64(own.Load()) / 1000 / c
+		s.faults, s.majFaults = float64(minor.Load())/c, float64(major.Load())/c
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), cpuPerOp(cpu0, int(n.Load())), ownUs, firstErr
+	return s, firstErr
+}
+
+// PairSlices is how many turns MeasurePair gives each of its two logs, for
+// proofs and again for bundles.
+const PairSlices = 8
+
+// MeasurePair measures inclusion proofs and bundle builds on two big logs
+// that BuildBigLog made (small and large: folders, or store URLs with
+// their BuildResults in builds), in turn: PairSlices slices of
+// d/PairSlices on each, alternating, on the same goroutines as
+// MeasureBigLog. The logs are measured alike, but a shared machine's load
+// changes by the second; measured in turn, both sizes see the same load,
+// so their ratio (Growth) is the logs', not the minute's. Only the proof
+// and bundle fields of the two results are set (rates, own CPU and page
+// faults per operation; the process's CPU per operation counts both
+// logs' background work, so it is left out).
+func MeasurePair(ctx context.Context, small, large string, builds [2]*BuildResult, d time.Duration, opts ledger.Options) ([2]BigResult, error) {
+	var out [2]BigResult
+	var metas [2]bigMeta
+	var ls [2]*ledger.Ledger
+	defer func() {
+		for _, l := range ls {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}()
+	for i, loc := range []string{small, large} {
+		if b := builds[i]; b != nil && ledger.IsStoreURL(loc) {
+			metas[i] = bigMeta{Size: b.Size, Subject: b.Subject}
+		} else {
+			m, err := readBigMeta(loc)
+			if err != nil {
+				return out, err
+			}
+			metas[i] = m
+		}
+		l, err := ledger.Open(loc, opts)
+		if err != nil {
+			return out, err
+		}
+		if l.Head().Size != metas[i].Size {
+			return out, fmt.Errorf("%s has %d entries, its meta says %d", loc, l.Head().Size, metas[i].Size)
+		}
+		ls[i] = l
+		out[i] = BigResult{Size: metas[i].Size, Goroutines: 2 * runtime.GOMAXPROCS(0)}
+	}
+	slice := max(d/PairSlices, 10*time.Millisecond)
+	var proofs, bundles [2]parallelStats
+	for range PairSlices {
+		for i, l := range ls {
+			size := metas[i].Size
+			p, err := parallel(ctx, out[i].Goroutines, slice, func(g int, x *uint64) error {
+				*x ^= *x << 13
+				*x ^= *x >> 7
+				*x ^= *x << 17
+				_, err := l.InclusionProof(*x%size, size)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("inclusion proofs at %d: %w", size, err)
+			}
+			proofs[i].add(p)
+		}
+	}
+	for range PairSlices {
+		for i, l := range ls {
+			subject := metas[i].Subject
+			p, err := parallel(ctx, out[i].Goroutines, slice, func(int, *uint64) error {
+				_, err := l.Prove(subject, false)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("bundles at %d: %w", metas[i].Size, err)
+			}
+			bundles[i].add(p)
+		}
+	}
+	for i := range out {
+		p, b := proofs[i].totals(), bundles[i].totals()
+		out[i].ProofsPerSec, out[i].ProofOwnCPUUs, out[i].ProofFaults, out[i].ProofMajFaults = p.rate, p.ownUs, p.faults, p.majFaults
+		out[i].BundlesPerSec, out[i].BundleOwnCPUUs, out[i].BundleFaults, out[i].BundleMajFaults = b.rate, b.ownUs, b.faults, b.majFaults
+	}
+	var err error
+	for i, l := range ls {
+		err = errors.Join(err, l.Close())
+		ls[i] = nil
+	}
+	return out, err
+}
+
+// add sums another measurement's totals into s.
+func (s *parallelStats) add(o parallelStats) {
+	s.n += o.n
+	s.ownNs += o.ownNs
+	s.minor += o.minor
+	s.major += o.major
+	s.secs += o.secs
+}
+
+// totals sets the per-call figures from the totals.
+func (s parallelStats) totals() parallelStats {
+	if s.n > 0 {
+		c := float64(s.n)
+		s.ownUs, s.faults, s.majFaults = float64(s.ownNs)/1000/c, float64(s.minor)/c, float64(s.major)/c
+	}
+	if s.secs > 0 {
+		s.rate = float64(s.n) / s.secs
+	}
+	return s
 }

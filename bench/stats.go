@@ -54,6 +54,18 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
+// threadFaults is the page faults the calling thread has taken, minor
+// (the page was in memory: a first touch of a mapped file's page or of
+// fresh heap) and major (it was read from disk); the caller locks its
+// goroutine to the thread.
+func threadFaults() (minor, major int64) {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0, 0
+	}
+	return ru.Minflt, ru.Majflt
+}
+
 // cpuPerOp is the CPU time spent since start per op, in microseconds.
 func cpuPerOp(start time.Duration, ops int) float64 {
 	if ops <= 0 {

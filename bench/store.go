@@ -93,14 +93,14 @@ func proofsAt(ctx context.Context, loc string, d time.Duration) (uint64, float64
 	if size == 0 {
 		return 0, 0, 0, fmt.Errorf("%s is empty", loc)
 	}
-	rate, cpu, _, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
+	p, err := parallel(ctx, proofGoroutines(), d, func(g int, x *uint64) error {
 		*x ^= *x << 13
 		*x ^= *x >> 7
 		*x ^= *x << 17
 		_, err := l.InclusionProof(*x%size, size)
 		return err
 	})
-	return size, rate, cpu, err
+	return size, p.rate, p.cpuUs, err
 }
 
 // proofGoroutines is how many goroutines ask for proofs: enough to keep a
@@ -194,38 +194,54 @@ func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(strin
 		}, nil)
 	}
 	if has(PhaseBig) {
-		big := func(size int) (*BuildResult, *BigResult, error) {
+		// big builds and measures a log; its schema is dropped when the
+		// phase ends (the smaller one is measured again beside the larger).
+		var drops []func()
+		defer func() {
+			for _, d := range drops {
+				d()
+			}
+		}()
+		big := func(size int) (string, *BuildResult, *BigResult, error) {
 			loc, drop, err := pgSchema(ctx, cfg.Store)
 			if err != nil {
-				return nil, nil, err
+				return "", nil, nil, err
 			}
-			defer drop()
+			drops = append(drops, drop)
 			say("PostgreSQL: building a %d-entry log", size)
 			b, err := BuildBigLog(ctx, loc, size, cfg.Progress)
 			if err != nil {
-				return nil, nil, err
+				return loc, nil, nil, err
 			}
 			say("PostgreSQL: measuring open, proofs, bundles and verification at %d entries (%s each)", size, cfg.ReadFor)
 			m, err := MeasureBigStore(ctx, loc, b, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
 			if err != nil {
-				return &b, nil, err
+				return loc, &b, nil, err
 			}
-			return &b, &m, nil
+			return loc, &b, &m, nil
 		}
+		var small string
 		if cfg.GrowthFrom > 0 && cfg.GrowthFrom < cfg.Size {
-			b, m, err := big(cfg.GrowthFrom)
+			loc, b, m, err := big(cfg.GrowthFrom)
 			if err != nil {
 				fail("big log", err)
 			}
-			r.GrowthBuild, r.GrowthBase = b, m
+			small, r.GrowthBuild, r.GrowthBase = loc, b, m
 		}
-		b, m, err := big(cfg.Size)
+		large, b, m, err := big(cfg.Size)
 		if err != nil {
 			fail("big log", err)
 		}
 		r.BigBuild, r.Big = b, m
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
+			say("PostgreSQL: measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
+			pair, err := MeasurePair(ctx, small, large, [2]*BuildResult{r.GrowthBuild, r.BigBuild}, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
+			if err != nil {
+				fail("growth", err)
+			} else {
+				r.Growth = pairedGrowth(pair)
+			}
 		}
 	}
 	return r

@@ -73,6 +73,9 @@ func TestStoreBigGrowth(t *testing.T) {
 		p.GrowthBase == nil || p.GrowthBase.Size != 600 || p.Growth == nil || p.Growth.ProofsRatio <= 0 {
 		t.Fatalf("PostgreSQL big figures: %+v", p)
 	}
+	if g := p.Growth; g.Paired == nil || g.Paired[0].Size != 600 || g.Paired[1].Size != 1500 || g.Paired[0].ProofOwnCPUUs <= 0 {
+		t.Fatalf("PostgreSQL growth not from the paired measurement: %+v", g)
+	}
 	var table bytes.Buffer
 	r.WriteTable(&table)
 	if !strings.Contains(table.String(), "growth from 600 to 1,500 entries") {

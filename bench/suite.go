@@ -74,6 +74,10 @@ type Config struct {
 	// MeasureBig measures the big log in dir (default MeasureBigLog in this
 	// process; custody bench runs it in a child process to isolate RSS).
 	MeasureBig func(ctx context.Context, dir string, d time.Duration) (BigResult, error)
+	// MeasurePair measures proofs and bundles on the two big logs in small
+	// and large in turn, for the growth figures (default MeasurePair in
+	// this process; custody bench runs it in a child process).
+	MeasurePair func(ctx context.Context, small, large string, d time.Duration) ([2]BigResult, error)
 	// ProofCacheTiles is ledger.Options.ProofCacheTiles for the big log's
 	// measurement (0: the ledger's default).
 	ProofCacheTiles int
@@ -136,6 +140,12 @@ func (c *Config) defaults() {
 		opts := ledger.Options{ProofCacheTiles: c.ProofCacheTiles}
 		c.MeasureBig = func(ctx context.Context, dir string, d time.Duration) (BigResult, error) {
 			return MeasureBigLog(ctx, dir, d, opts)
+		}
+	}
+	if c.MeasurePair == nil {
+		opts := ledger.Options{ProofCacheTiles: c.ProofCacheTiles}
+		c.MeasurePair = func(ctx context.Context, small, large string, d time.Duration) ([2]BigResult, error) {
+			return MeasurePair(ctx, small, large, [2]*BuildResult{}, d, opts)
 		}
 	}
 }
@@ -286,25 +296,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if has(PhaseBig) {
+		smallDir := ""
 		if cfg.GrowthFrom > 0 && cfg.GrowthFrom < cfg.Size {
 			dir := ""
 			if cfg.BigDir != "" {
 				dir = fmt.Sprintf("%s-%d", cfg.BigDir, cfg.GrowthFrom)
 			}
-			b, big, err := runBig(ctx, cfg, base, dir, cfg.GrowthFrom, say)
+			b, big, where, done, err := runBig(ctx, cfg, base, dir, cfg.GrowthFrom, say)
+			defer done()
 			if err != nil {
 				fail(PhaseBig, err)
 			} else {
-				r.GrowthBuild, r.GrowthBase = b, big
+				r.GrowthBuild, r.GrowthBase, smallDir = b, big, where
 			}
 		}
-		b, big, err := runBig(ctx, cfg, base, cfg.BigDir, cfg.Size, say)
+		b, big, where, done, err := runBig(ctx, cfg, base, cfg.BigDir, cfg.Size, say)
+		defer done()
 		if err != nil {
 			fail(PhaseBig, err)
 		}
 		r.Build, r.Big = b, big
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
+			say("measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
+			if pair, err := cfg.MeasurePair(ctx, smallDir, where, cfg.ReadFor); err != nil {
+				fail("growth", err)
+			} else {
+				r.Growth = pairedGrowth(pair)
+			}
 		}
 	}
 	if has(PhasePeer) {
@@ -326,9 +345,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // runBig builds a big log of size entries (or reuses the one in keep, when
 // set and an earlier run built it there) and measures it. The build is nil
-// when building failed, the figures nil when measuring did.
-func runBig(ctx context.Context, cfg Config, base, keep string, size int, say func(string, ...any)) (*BuildResult, *BigResult, error) {
-	dir := filepath.Join(base, "big")
+// when building failed, the figures nil when measuring did. It returns
+// the log's folder and a function that removes it unless it is kept (call
+// it once done with the log).
+func runBig(ctx context.Context, cfg Config, base, keep string, size int, say func(string, ...any)) (_ *BuildResult, _ *BigResult, dir string, done func(), _ error) {
+	dir = filepath.Join(base, "big")
+	done = func() {}
 	if size != cfg.Size {
 		dir = fmt.Sprintf("%s-%d", dir, size)
 	}
@@ -337,7 +359,7 @@ func runBig(ctx context.Context, cfg Config, base, keep string, size int, say fu
 		dir = keep
 	}
 	if !cfg.Keep && !reuse {
-		defer os.RemoveAll(dir) // before the peer runs, to give the disk back
+		done = func() { os.RemoveAll(dir) } // before the peer runs, to give the disk back
 	}
 	var b BuildResult
 	var err error
@@ -357,14 +379,14 @@ func runBig(ctx context.Context, cfg Config, base, keep string, size int, say fu
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, dir, done, err
 	}
 	say("measuring open, proofs, bundles and verification at %d entries (%s each)", b.Size, cfg.ReadFor)
 	big, err := cfg.MeasureBig(ctx, dir, cfg.ReadFor)
 	if err != nil {
-		return &b, nil, err
+		return &b, nil, dir, done, err
 	}
-	return &b, &big, nil
+	return &b, &big, dir, done, nil
 }
 
 // Growth compares the figures of two big logs of different sizes: each
@@ -386,6 +408,18 @@ type Growth struct {
 	ProofCPURatio  float64 `json:"proof_cpu_ratio"`
 	BundlesRatio   float64 `json:"bundles_per_sec_ratio"`
 	BundleCPURatio float64 `json:"bundle_cpu_ratio"`
+	// Paired, when set, holds the figures the ratios are of: the two logs'
+	// proofs and bundles measured in turn (MeasurePair), so that both saw
+	// the same machine load. Without it the ratios are of the two logs'
+	// own measurements, taken a minute or more apart.
+	Paired *[2]BigResult `json:"paired,omitempty"`
+}
+
+// pairedGrowth is the Growth of MeasurePair's figures.
+func pairedGrowth(pair [2]BigResult) *Growth {
+	g := newGrowth(&pair[0], &pair[1])
+	g.Paired = &pair
+	return g
 }
 
 // TargetGrowth is the least share of the smaller log's proof and bundle

@@ -174,6 +174,10 @@ func (r *Report) WriteTable(w io.Writer) {
 // growthRows writes the proof and bundle rows of a growth comparison: each
 // figure at both sizes (rate, own CPU per operation), then the ratios.
 func growthRows(row func(string, string, string, *bool), indent string, g *Growth, a, b *BigResult) {
+	if g.Paired != nil {
+		a, b = &g.Paired[0], &g.Paired[1]
+		row(fmt.Sprintf("%s(the two logs measured in turn, %d slices each)", indent, PairSlices), "", "", nil)
+	}
 	share := func(cpuRatio float64) float64 {
 		if cpuRatio == 0 {
 			return 0
@@ -184,19 +188,30 @@ func growthRows(row func(string, string, string, *bool), indent string, g *Growt
 		what           string
 		ra, rb, ca, cb float64
 		pa, pb         float64 // the process's CPU
+		fa, fb         float64 // page faults of the measuring threads
+		ma, mb         float64 // of which major
 		rateR, cpuR    float64
 	}{
-		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, g.ProofsRatio, g.ProofCPURatio},
-		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, g.BundlesRatio, g.BundleCPURatio},
+		{"inclusion proofs", a.ProofsPerSec, b.ProofsPerSec, a.ProofOwnCPUUs, b.ProofOwnCPUUs, a.ProofCPUUs, b.ProofCPUUs, a.ProofFaults, b.ProofFaults, a.ProofMajFaults, b.ProofMajFaults, g.ProofsRatio, g.ProofCPURatio},
+		{"bundle builds", a.BundlesPerSec, b.BundlesPerSec, a.BundleOwnCPUUs, b.BundleOwnCPUUs, a.BundleCPUUs, b.BundleCPUUs, a.BundleFaults, b.BundleFaults, a.BundleMajFaults, b.BundleMajFaults, g.BundlesRatio, g.BundleCPURatio},
 	} {
 		ok := share(x.cpuR) >= TargetGrowth
-		row(fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's), then %s (%.0f, %.0f µs)", indent, x.what, rate(x.ra), x.ca, x.pa, rate(x.rb), x.cb, x.pb),
+		what := fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %.0f the process's, %s), then %s (%.0f, %.0f µs, %s)", indent, x.what, rate(x.ra), x.ca, x.pa, faults(x.fa, x.ma), rate(x.rb), x.cb, x.pb, faults(x.fb, x.mb))
+		if x.pa == 0 && x.pb == 0 { // measured in turn: the process's CPU is both logs'
+			what = fmt.Sprintf("%s%s: %s (%.0f µs own CPU, %s), then %s (%.0f µs, %s)", indent, x.what, rate(x.ra), x.ca, faults(x.fa, x.ma), rate(x.rb), x.cb, faults(x.fb, x.mb))
+		}
+		row(what,
 			fmt.Sprintf("%.2f× the CPU (%.2f by CPU; %.2f of the rate)", x.cpuR, share(x.cpuR), x.rateR),
 			fmt.Sprintf(">= %.1f by CPU", TargetGrowth), &ok)
 	}
 }
 
 func rate(v float64) string { return num(v) + "/s" }
+
+// faults formats page faults per operation: minor, and major (read from disk).
+func faults(minor, major float64) string {
+	return fmt.Sprintf("%.2f minor and %.3f major page faults", minor, major)
+}
 
 func latency(a *AppendResult) string {
 	s := fmt.Sprintf(" (p50 %.1f ms, p99 %.1f ms; %.0f µs CPU each", a.P50Ms, a.P99Ms, a.CPUUs)

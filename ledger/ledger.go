@@ -49,10 +49,19 @@ type Options struct {
 	Clock func() time.Time
 	// Passphrase supplies the log key file's passphrase if it is encrypted.
 	Passphrase func() ([]byte, error)
-	// ProofCacheTiles is how many full tiles proofs keep in memory
-	// (default 65536; a level-0 tile takes about 350 B, so a 16M-entry
-	// tree fits in about 22 MiB).
+	// ProofCacheTiles is how many tiles proofs keep in memory besides the
+	// level-0 summaries (ProofSummaryTiles), evicting the least recently
+	// used (default 65536; a tile of a higher level takes 16 KiB, and there
+	// is one per 65,536 entries; a level-0 tile past ProofSummaryTiles
+	// about 350 B).
 	ProofCacheTiles int
+	// ProofSummaryTiles is how many level-0 tiles' summaries (128 B
+	// each: the tile's nodes at tree level 6) proofs keep in flat arrays,
+	// never evicted, from tile 0 on (default 131072: the first 33.5M
+	// entries, at most 16.5 MiB; 5 MiB at 10M entries). A proof of a leaf in
+	// one of them costs the same whatever the log's size; the level-0
+	// tiles after them go to the tile cache (ProofCacheTiles).
+	ProofSummaryTiles int
 	// StoreOptions are the store driver's own options
 	// (badgerstore.Options: the free-space reserve, the ballast, Badger's
 	// log; pgstore.Options: the pool), given to the driver as they are;
@@ -124,6 +133,9 @@ func (o *Options) defaults() {
 	}
 	if o.ProofCacheTiles <= 0 {
 		o.ProofCacheTiles = 65536
+	}
+	if o.ProofSummaryTiles <= 0 {
+		o.ProofSummaryTiles = 1 << 17
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 3 * time.Second
@@ -384,7 +396,7 @@ func (l *Ledger) load() error {
 	if err := l.keys.load(); err != nil {
 		return err
 	}
-	l.read.prover = merkle.NewProver(storeTiles{l.store}, l.opts.ProofCacheTiles)
+	l.read.prover = merkle.NewSummaryProver(storeTiles{l.store}, l.opts.ProofCacheTiles, l.opts.ProofSummaryTiles)
 	if err := authority.CheckStateVersion(recordStore{l.store}); err != nil {
 		return fmt.Errorf("the ledger's store: %w", err)
 	}

@@ -91,6 +91,7 @@ Example:
 			&cli.StringFlag{Name: "memprofile", Local: true, Usage: "write a heap profile at the end of the run to FILE (and of the big log's child to FILE.big)"},
 			&cli.BoolFlag{Name: "json", Local: true, Usage: "print one JSON document instead of text"},
 			&cli.StringFlag{Name: "measure-big", Local: true, Hidden: true, Usage: "internal: measure the big log in DIR and print JSON"},
+			&cli.StringFlag{Name: "pair-with", Local: true, Hidden: true, Usage: "internal: with --measure-big, measure proofs and bundles on the smaller log in DIR and that one in turn, and print both as JSON"},
 		},
 		Action: runBench,
 	}
@@ -127,6 +128,13 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 				f.Close()
 			}
 		}()
+	}
+	if dir, small := c.String("measure-big"), c.String("pair-with"); dir != "" && small != "" {
+		r, err := bench.MeasurePair(ctx, small, dir, [2]*bench.BuildResult{}, c.Duration("read-for"), ledger.Options{ProofCacheTiles: c.Int("proof-cache-tiles")})
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(c.Root().Writer).Encode(r)
 	}
 	if dir := c.String("measure-big"); dir != "" {
 		r, err := bench.MeasureBigLog(ctx, dir, c.Duration("read-for"), ledger.Options{ProofCacheTiles: c.Int("proof-cache-tiles")})
@@ -165,6 +173,7 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 	}
 	if !c.Bool("in-process") {
 		cfg.MeasureBig = childMeasure(c.String("cpuprofile"), c.String("memprofile"), c.Int("proof-cache-tiles"))
+		cfg.MeasurePair = childPair(c.Int("proof-cache-tiles"))
 	}
 	r, err := bench.Run(ctx, cfg)
 	if err != nil {
@@ -206,4 +215,16 @@ func childMeasure(cpuprofile, memprofile string, cacheTiles int) func(context.Co
 		}
 		return argv
 	})
+}
+
+// childPair measures two big logs in turn (the growth figures) in a child
+// process running this same binary, as childMeasure does one.
+func childPair(cacheTiles int) func(context.Context, string, string, time.Duration) ([2]bench.BigResult, error) {
+	return func(ctx context.Context, small, large string, d time.Duration) ([2]bench.BigResult, error) {
+		argv := []string{"bench", "--measure-big", large, "--pair-with", small, "--read-for", d.String()}
+		if cacheTiles > 0 {
+			argv = append(argv, "--proof-cache-tiles", strconv.Itoa(cacheTiles))
+		}
+		return bench.RunChild[[2]bench.BigResult](ctx, argv)
+	}
 }
