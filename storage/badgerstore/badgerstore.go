@@ -149,12 +149,16 @@ func Open(dir string, o Options) (*Store, error) {
 	// table file; and its own check (ChecksumVerificationMode) crashes the
 	// process on a damaged block. So every table file is checked here,
 	// before Badger opens the folder.
-	if damaged := checkTables(filepath.Join(dir, "db"), bo, checkedTables); len(damaged) > 0 {
+	// A table found whole by an earlier read-write open, unchanged since
+	// (verifiedName), is not read again.
+	if damaged := checkTables(filepath.Join(dir, "db"), bo, checkedTables, loadVerified(dir)); len(damaged) > 0 {
 		if !o.ReadOnly {
 			sc.remove()
 			return nil, &OpenError{Dir: dir, Err: errDamagedTable, Files: damaged}
 		}
 		sc.damage = append(sc.damage, damaged...)
+	} else if !o.ReadOnly {
+		saveVerified(dir, filepath.Join(dir, "db")) // on failure the next open checks them all again
 	}
 	var bl *ballast
 	if o.ReadOnly {

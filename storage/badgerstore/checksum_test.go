@@ -148,8 +148,63 @@ func benchCheckTables(b *testing.B, db string) {
 	bo := badgerOptions(db, Options{})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if d := checkTables(db, bo, nil); len(d) > 0 {
+		if d := checkTables(db, bo, nil, nil); len(d) > 0 {
 			b.Fatal(d)
 		}
+	}
+}
+
+// TestVerifiedTablesNotReadAgain: a read-write open records the table
+// files it found whole (tables.verified), and the next open, in another
+// process as after a restart, reads none of them again; a table damaged
+// after that record (a write changes its change time) is read and
+// refused all the same.
+func TestVerifiedTablesNotReadAgain(t *testing.T) {
+	dir, sst := tableFolder(t)
+	ssts, _ := filepath.Glob(filepath.Join(dir, "db", "*.sst"))
+	open := func() (*Store, int64, error) {
+		checkedTables = &tableSet{m: map[tableID]bool{}} // as in a new process
+		before := tablesRead.Load()
+		s, err := Open(dir, Options{BallastBytes: -1, ReserveBytes: 1 << 20})
+		return s, tablesRead.Load() - before, err
+	}
+	s, read, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if read != int64(len(ssts)) {
+		t.Fatalf("the first open read %d table files, want all %d", read, len(ssts))
+	}
+	if n := len(loadVerified(dir).m); n != len(ssts) {
+		t.Fatalf("%s records %d tables, want %d", verifiedName, n, len(ssts))
+	}
+	s, read, err = open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if read != 0 {
+		t.Fatalf("an open after a clean one read %d table files again, want 0", read)
+	}
+
+	st, _ := os.Stat(sst)
+	xor64(t, sst, st.Size()/4)
+	s, read, err = open()
+	if err == nil {
+		s.Close()
+		t.Fatal("a table damaged after it was recorded as whole opened read-write")
+	}
+	var oe *OpenError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), filepath.Base(sst)) || read != 1 {
+		t.Fatalf("want an OpenError naming %s after reading 1 table, got %v after %d", filepath.Base(sst), err, read)
+	}
+
+	// A record that does not parse means every table is read.
+	if err := os.WriteFile(filepath.Join(dir, verifiedName), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(loadVerified(dir).m); n != 0 {
+		t.Fatalf("a damaged record gave %d tables", n)
 	}
 }

@@ -235,7 +235,7 @@ func diagnose(src string, s *scratch) []string {
 	}
 	if s == nil {
 		// A read-only store's damage already holds its tables' checks.
-		out = append(out, checkTables(src, badgerOptions(src, Options{}), nil)...)
+		out = append(out, checkTables(src, badgerOptions(src, Options{}), nil, nil)...)
 	}
 	return out
 }
