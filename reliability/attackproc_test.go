@@ -302,3 +302,42 @@ func TestStreamsAndOversizedShare(t *testing.T) {
 		t.Errorf("honest appends during never-read streams and oversized bodies: %s of the baseline in %d rounds (want at least %d%% in one)", strings.Join(shares, ", "), len(shares), minPairShare)
 	}
 }
+
+// TestSlowBodiesAndUnknownStreamsShare: one client's 4,200 slow bodies,
+// each reopened 2 s after the server ended it, together with 1,000
+// stream requests on workflows that do not exist, from another process.
+// Honest appends must reach minPairShare of the baseline measured just
+// before in one of up to three rounds, and 90% of it after the attack in
+// one of them.
+func TestSlowBodiesAndUnknownStreamsShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("abuse test: skipped in -short mode")
+	}
+	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
+		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
+	}
+	const minPairShare = 50 // percent of the baseline, in one round
+	e := newAbuseEnv(t)
+	e.measureHonest(time.Second) // warm up connections and caches
+	var shares []string
+	best := 0.0
+	for round := 1; round <= 3; round++ {
+		baseline := e.measureHonest(attackWindow)
+		if baseline.n == 0 || len(baseline.errs) > 0 {
+			t.Fatalf("baseline: %d appends, errors %v", baseline.n, firstErr(baseline.errs))
+		}
+		during, rep := e.attackFrom(t, fmt.Sprintf("reopened slow bodies and unknown-workflow streams, round %d", round), baseline, nil, attackSlowReopened, attackUnknown)
+		share := 100 * during.rate() / baseline.rate()
+		load, _ := os.ReadFile("/proc/loadavg")
+		shares = append(shares, fmt.Sprintf("%.0f%% (%s; load %s)", share, strings.ReplaceAll(rep, "\n", "; "), strings.Join(strings.Fields(string(load))[:3], " ")))
+		best = max(best, share)
+		if share >= minPairShare {
+			break
+		}
+		time.Sleep(serverReadHeaderTimeout)
+	}
+	t.Logf("reopened slow bodies and unknown-workflow streams from another process: honest appends at %s of the baseline of each round", strings.Join(shares, ", "))
+	if best < minPairShare {
+		t.Errorf("honest appends during reopened slow bodies and unknown-workflow streams: best %.0f%% of the baseline in %d rounds (want at least %d%% in one): %s", best, len(shares), minPairShare, strings.Join(shares, ", "))
+	}
+}
