@@ -109,6 +109,15 @@ func LocationKinds(c *cli.Command) []location.Kind {
 	return out
 }
 
+// ResolveNoArgs is ResolveLocation for a command that takes no
+// positional arguments (a usage error if it has any).
+func ResolveNoArgs(c *cli.Command) (location.Location, error) {
+	if _, err := Args(c, 0, 0, ""); err != nil {
+		return location.Location{}, err
+	}
+	return ResolveLocation(c)
+}
+
 // ResolveLocation decides where c reads and writes (package location's
 // rule), from the location flags typed and --log.
 func ResolveLocation(c *cli.Command) (location.Location, error) {

@@ -41,12 +41,7 @@ Example:
 
    custody approve --ledger https://custody.example --key bob.key --receipt receipt_7f3a`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
 			e, err := a.Entry("--receipt", c.String("receipt"), statement.Receipt)
 			if err != nil {
 				return err
@@ -66,13 +61,11 @@ Example:
 				fmt.Fprintf(w, ", params_sha256 %s", r.ParamsSHA256)
 			}
 			fmt.Fprintln(w)
-			h, err := a.header(statement.Approval)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.ApprovalDoc{Header: h, ApprovalID: a.id("approval"), Workflow: r.Workflow,
-				ReceiptRef: r.ReceiptID, ReceiptSHA256: client.ReceiptSHA256(e.Envelope.Payload), Decision: decision, Reason: c.String("reason")})
-		},
+			return a.sign(ctx, statement.Approval, func(h statement.Header) statement.Statement {
+				return &statement.ApprovalDoc{Header: h, ApprovalID: a.id("approval"), Workflow: r.Workflow,
+					ReceiptRef: r.ReceiptID, ReceiptSHA256: client.ReceiptSHA256(e.Envelope.Payload), Decision: decision, Reason: c.String("reason")}
+			})
+		}),
 	}
 }
 

@@ -97,6 +97,30 @@ func (a *authoring) header(k statement.Kind) (statement.Header, error) {
 	return a.Header(k)
 }
 
+// authorAction is the Action of a command that authors one statement
+// signed with the key file in keyFlag: body runs on the begun authoring
+// session, which is closed after it.
+func authorAction(keyFlag string, body func(ctx context.Context, c *cli.Command, a *authoring) error) cli.ActionFunc {
+	return func(ctx context.Context, c *cli.Command) error {
+		a, err := beginAuthoring(ctx, c, keyFlag)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return body(ctx, c, a)
+	}
+}
+
+// sign fills the header of a statement of kind k, builds it with doc and
+// finishes it (finish).
+func (a *authoring) sign(ctx context.Context, k statement.Kind, doc func(h statement.Header) statement.Statement) error {
+	h, err := a.header(k)
+	if err != nil {
+		return err
+	}
+	return a.finish(ctx, doc(h))
+}
+
 // finish seals, signs, and appends (or writes) st, and prints the outcome.
 func (a *authoring) finish(ctx context.Context, st statement.Statement) error {
 	name := a.c.FullName()
@@ -229,12 +253,10 @@ func PrincipalCommand() *cli.Command {
 						return fmt.Errorf("%s: key %s is not bound in the ledger", c.FullName(), keyID)
 					}
 				}
-				h, err := a.header(statement.Principal)
-				if err != nil {
-					return err
-				}
-				doc.Header, doc.PrincipalID, doc.Op, doc.Name = h, a.id("principal"), op, name
-				return a.finish(ctx, &doc)
+				return a.sign(ctx, statement.Principal, func(h statement.Header) statement.Statement {
+					doc.Header, doc.PrincipalID, doc.Op, doc.Name = h, a.id("principal"), op, name
+					return &doc
+				})
 			},
 		}
 	}
@@ -348,22 +370,15 @@ Example:
        --capability purchase --capability submit_form --limit budget_usd=800 --limit max_side_effects=1 \
        --ttl 15m --risk high --id confirm_42c1`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
 			g, err := grantFromFlags(c, c.String("workflow"))
 			if err != nil {
 				return err
 			}
-			h, err := a.header(statement.Confirm)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.ConfirmDoc{Header: h, ConfirmID: a.id("confirm"), Grant: g, RiskLevel: c.String("risk")})
-		},
+			return a.sign(ctx, statement.Confirm, func(h statement.Header) statement.Statement {
+				return &statement.ConfirmDoc{Header: h, ConfirmID: a.id("confirm"), Grant: g, RiskLevel: c.String("risk")}
+			})
+		}),
 	}
 }
 
@@ -393,12 +408,7 @@ Example:
        --target airline_portal/account_123 --capability purchase \
        --limit budget_usd=742 --limit max_side_effects=1 --ttl 10m`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
 			parent := c.String("parent")
 			wf, ph := c.String("workflow"), c.String("parent-scope-hash")
 			if err := a.FromGrant("--parent", parent, &wf, &ph); err != nil {
@@ -408,12 +418,10 @@ Example:
 			if err != nil {
 				return err
 			}
-			h, err := a.header(statement.Delegate)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.DelegateDoc{Header: h, DelegationID: a.id("delegate"), ParentRef: parent, ParentScopeHash: ph, Grant: g})
-		},
+			return a.sign(ctx, statement.Delegate, func(h statement.Header) statement.Statement {
+				return &statement.DelegateDoc{Header: h, DelegationID: a.id("delegate"), ParentRef: parent, ParentScopeHash: ph, Grant: g}
+			})
+		}),
 	}
 }
 
@@ -505,11 +513,10 @@ Example:
 			if err := a.FromGrant("--auth", r.AuthorizationRef, &r.Workflow, &r.ScopeHash); err != nil {
 				return err
 			}
-			if r.Header, err = a.header(statement.Receipt); err != nil {
-				return err
-			}
-			r.ReceiptID = a.id("receipt")
-			return a.finish(ctx, r)
+			return a.sign(ctx, statement.Receipt, func(h statement.Header) statement.Statement {
+				r.Header, r.ReceiptID = h, a.id("receipt")
+				return r
+			})
 		},
 	}
 }
@@ -539,20 +546,13 @@ Example:
 
    custody stop --dir ./custody-data --key alice.key --workflow wf_9f3a --scope chain --takeover human --reason "trip cancelled"`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			h, err := a.header(statement.Stop)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.StopDoc{Header: h, RequestID: a.id("stop"), Workflow: c.String("workflow"),
-				StopScope: c.String("scope"), StepID: c.String("step"), TakeoverMode: c.String("takeover"),
-				TakeoverTo: c.String("takeover-to"), Reason: c.String("reason")})
-		},
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
+			return a.sign(ctx, statement.Stop, func(h statement.Header) statement.Statement {
+				return &statement.StopDoc{Header: h, RequestID: a.id("stop"), Workflow: c.String("workflow"),
+					StopScope: c.String("scope"), StepID: c.String("step"), TakeoverMode: c.String("takeover"),
+					TakeoverTo: c.String("takeover-to"), Reason: c.String("reason")}
+			})
+		}),
 	}
 }
 
@@ -574,22 +574,15 @@ Example:
 
    custody resume --dir ./custody-data --key alice.key --stop-ref stop_1a2b3c4d`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
 			wf, err := a.Workflow(c.String("workflow"), "--stop-ref", c.String("stop-ref"), statement.Stop)
 			if err != nil {
 				return err
 			}
-			h, err := a.header(statement.Resume)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.ResumeDoc{Header: h, ResumeID: a.id("resume"), Workflow: wf, StopRef: c.String("stop-ref")})
-		},
+			return a.sign(ctx, statement.Resume, func(h statement.Header) statement.Statement {
+				return &statement.ResumeDoc{Header: h, ResumeID: a.id("resume"), Workflow: wf, StopRef: c.String("stop-ref")}
+			})
+		}),
 	}
 }
 
@@ -613,22 +606,15 @@ Example:
 
    custody revoke --dir ./custody-data --key alice.key --grant confirm_42c1 --reason "card reported stolen"`,
 		Flags: flags,
-		Action: func(ctx context.Context, c *cli.Command) error {
-			a, err := beginAuthoring(ctx, c, "key")
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		Action: authorAction("key", func(ctx context.Context, c *cli.Command, a *authoring) error {
 			wf, err := a.Workflow(c.String("workflow"), "--grant", c.String("grant"), statement.Confirm, statement.Delegate)
 			if err != nil {
 				return err
 			}
-			h, err := a.header(statement.Revoke)
-			if err != nil {
-				return err
-			}
-			return a.finish(ctx, &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("grant"), Reason: c.String("reason")})
-		},
+			return a.sign(ctx, statement.Revoke, func(h statement.Header) statement.Statement {
+				return &statement.RevokeDoc{Header: h, RevokeID: a.id("revoke"), Workflow: wf, TargetRef: c.String("grant"), Reason: c.String("reason")}
+			})
+		}),
 	}
 }
 

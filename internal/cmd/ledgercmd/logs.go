@@ -40,10 +40,7 @@ Example:
 			clikit.JSONFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			if _, err := clikit.Args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			loc, err := clikit.ResolveLocation(c)
+			loc, err := clikit.ResolveNoArgs(c)
 			if err != nil {
 				return err
 			}
