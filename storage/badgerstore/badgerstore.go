@@ -7,7 +7,13 @@
 //	l <index u64>            leaf bytes
 //	t <level u8> <index u64> hash tile (up to 256 hashes, grows in place);
 //	                         level 64 (merkle.SummaryTileLevel): a level-0
-//	                         tile's summary (up to 4 hashes)
+//	                         tile's summary (up to 4 hashes). Level 0 is
+//	                         no longer written here (quarters, below) but
+//	                         still read in folders written before them
+//	q <index u64> <q u8>     quarter q (0-3) of level-0 tile index: its
+//	                         hashes 64q..64q+63 (2 KiB when full), so a
+//	                         proof reads the one 2 KiB value around its
+//	                         leaf, not the 8 KiB tile (docs/FORMATS.md)
 //	h <dedup hash 32>        index of the leaf holding the decision
 //	s <keyid hex> <seq u64>  (no longer written: an index nothing read; a
 //	                         key's seq lives in its authority record)
@@ -39,10 +45,12 @@ import (
 )
 
 const (
-	pLeaf  = 'l'
-	pTile  = 't'
-	pHash  = 'h'
-	pState = 'a'
+	pLeaf = 'l'
+	pTile = 't'
+	// pQuarter keys the quarters of level-0 tiles.
+	pQuarter = 'q'
+	pHash    = 'h'
+	pState   = 'a'
 )
 
 var (
@@ -53,9 +61,10 @@ var (
 
 // The lengths of the fixed-size keys (Weigh counts them).
 const (
-	leafKeyLen = 9
-	tileKeyLen = 10
-	hashKeyLen = 33
+	leafKeyLen    = 9
+	tileKeyLen    = 10
+	quarterKeyLen = 10
+	hashKeyLen    = 33
 )
 
 func leafKey(index uint64) []byte {
@@ -72,6 +81,31 @@ func tileKey(level, index uint64) []byte {
 	binary.BigEndian.PutUint64(k[2:], index)
 	return k
 }
+
+// quarterHashes is the width of a level-0 tile's quarter: the group of
+// leaves a proof reads (merkle's summary level, 64), 2 KiB when full.
+const (
+	quarterHashes = merkle.TileWidth / 4
+	quarterSize   = quarterHashes * merkle.HashSize
+)
+
+func quarterKey(index uint64, q int) []byte {
+	k := make([]byte, quarterKeyLen)
+	k[0] = pQuarter
+	binary.BigEndian.PutUint64(k[1:], index)
+	k[9] = byte(q)
+	return k
+}
+
+// quartered reports whether a tile is written as quarters: a well-formed
+// level-0 tile. Anything else (never written by the ledger) is kept whole
+// under its tile key, to be read back whole and rejected by its reader.
+func quartered(t storage.Tile) bool {
+	return t.Level == 0 && len(t.Data) > 0 && len(t.Data)%merkle.HashSize == 0 && len(t.Data) <= merkle.FullTileSize
+}
+
+// quarters is how many quarters a level-0 tile of n bytes is written as.
+func quarters(n int) int { return (n + quarterSize - 1) / quarterSize }
 
 func hashKey(h [32]byte) []byte { return append([]byte{pHash}, h[:]...) }
 
@@ -464,7 +498,91 @@ func (s *Store) Leaves(_ context.Context, first uint64, n int) ([][]byte, error)
 
 // Tile returns a stored tile, or nil.
 func (s *Store) Tile(_ context.Context, level, index uint64) ([]byte, error) {
-	return s.get(tileKey(level, index))
+	if level != 0 {
+		return s.get(tileKey(level, index))
+	}
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = level0Range(txn, index, 0, merkle.TileWidth)
+		return err
+	})
+	return v, err
+}
+
+// level0Range returns hashes from..to-1 of level-0 tile index (fewer if
+// the tile holds fewer; nil if it is not stored), read from the quarters
+// that hold them, or from the whole tile a folder written before quarters
+// holds. Quarters are written whole and in order (every quarter of the
+// tile's width in one commit), so the first absent or short quarter ends
+// the tile.
+func level0Range(txn *badger.Txn, index uint64, from, to int) ([]byte, error) {
+	var out []byte
+	for q := from / quarterHashes; q*quarterHashes < to && q < 4; q++ {
+		item, err := txn.Get(quarterKey(index, q))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			if q == from/quarterHashes && out == nil {
+				return level0Fallback(txn, index, from, to, q)
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		short := false
+		err = item.Value(func(val []byte) error {
+			if len(val)%merkle.HashSize != 0 || len(val) > quarterSize {
+				return fmt.Errorf("quarter %d of level-0 tile %d is %d bytes: %w", q, index, len(val), merkle.ErrMalformedTile)
+			}
+			lo := max(from-q*quarterHashes, 0) * merkle.HashSize
+			hi := min(to-q*quarterHashes, quarterHashes) * merkle.HashSize
+			lo, hi = min(lo, len(val)), min(hi, len(val))
+			if out == nil {
+				out = make([]byte, 0, (to-from)*merkle.HashSize)
+			}
+			// val is Badger's (its memory map): valid only in the transaction.
+			out = append(out, val[lo:hi]...)
+			short = len(val) < quarterSize
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if short {
+			break
+		}
+	}
+	return out, nil
+}
+
+// level0Fallback reads hashes from..to-1 of level-0 tile index when its
+// quarter q is absent: past the end of a quartered tile (nothing), or a
+// tile written whole before quarters.
+func level0Fallback(txn *badger.Txn, index uint64, from, to, q int) ([]byte, error) {
+	if q > 0 {
+		if _, err := txn.Get(quarterKey(index, 0)); err == nil {
+			return []byte{}, nil
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, err
+		}
+	}
+	item, err := txn.Get(tileKey(0, index))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v []byte
+	err = item.Value(func(val []byte) error {
+		lo, hi := 0, len(val) // a malformed tile goes back whole, for the caller to reject
+		if len(val)%merkle.HashSize == 0 && len(val) <= merkle.FullTileSize {
+			lo, hi = min(from*merkle.HashSize, len(val)), min(to*merkle.HashSize, len(val))
+		}
+		v = append(make([]byte, 0, hi-lo), val[lo:hi]...)
+		return nil
+	})
+	return v, err
 }
 
 // TileRange copies hashes from..to-1 of a tile out of Badger's value log
@@ -472,6 +590,14 @@ func (s *Store) Tile(_ context.Context, level, index uint64) ([]byte, error) {
 // tile.
 func (s *Store) TileRange(_ context.Context, level, index uint64, from, to int) ([]byte, error) {
 	var v []byte
+	if level == 0 && from >= 0 && to > from {
+		err := s.db.View(func(txn *badger.Txn) error {
+			var err error
+			v, err = level0Range(txn, index, from, min(to, merkle.TileWidth))
+			return err
+		})
+		return v, err
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(tileKey(level, index))
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -518,9 +644,49 @@ func (s *Store) Tiles(_ context.Context, level, from uint64, n int) ([][]byte, e
 			}
 			out[i-from] = v
 		}
+		if level == 0 {
+			return level0Tiles(txn, from, out)
+		}
 		return nil
 	})
 	return out, err
+}
+
+// level0Tiles sets out[i] to level-0 tile from+i for every tile stored as
+// quarters (over a whole tile from before quarters), in one iterator.
+func level0Tiles(txn *badger.Txn, from uint64, out [][]byte) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pQuarter}, PrefetchValues: false})
+	defer it.Close()
+	n := uint64(len(out))
+	started := make([]bool, n) // quarter 0 seen: the quarters replace a whole tile
+	for it.Seek(quarterKey(from, 0)); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != quarterKeyLen {
+			continue
+		}
+		i, q := binary.BigEndian.Uint64(k[1:]), int(k[9])
+		if i < from || i-from >= n {
+			break
+		}
+		t := &out[i-from]
+		if q == 0 {
+			*t = make([]byte, 0, merkle.FullTileSize)
+			started[i-from] = true
+		} else if !started[i-from] || len(*t) != q*quarterSize {
+			continue // past the tile's end (a short or missing quarter before it)
+		}
+		err := it.Item().Value(func(val []byte) error {
+			if len(val)%merkle.HashSize != 0 || len(val) > quarterSize {
+				return fmt.Errorf("quarter %d of level-0 tile %d is %d bytes: %w", q, i, len(val), merkle.ErrMalformedTile)
+			}
+			*t = append(*t, val...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Record returns an authority record, or nil.
@@ -561,7 +727,16 @@ func (s *Store) Dedup(_ context.Context, h [32]byte) (uint64, bool, error) {
 // writes a few per entry.
 func writes(b *storage.Batch) [][2][]byte {
 	n := len(b.Leaves) + len(b.Dedup) + len(b.Tiles) + len(b.Records) + 3
-	size := len(b.Leaves)*leafKeyLen + len(b.Dedup)*hashKeyLen + len(b.Tiles)*tileKeyLen
+	size := len(b.Leaves)*leafKeyLen + len(b.Dedup)*hashKeyLen
+	for _, t := range b.Tiles {
+		if quartered(t) {
+			q := quarters(len(t.Data))
+			size += q * quarterKeyLen
+			n += q - 1
+		} else {
+			size += tileKeyLen
+		}
+	}
 	for _, r := range b.Records {
 		size += 1 + len(r.Key)
 	}
@@ -585,6 +760,16 @@ func writes(b *storage.Batch) [][2][]byte {
 		w = append(w, [2][]byte{key(start), values[v:len(values):len(values)]})
 	}
 	for _, t := range b.Tiles {
+		if quartered(t) {
+			for q := range quarters(len(t.Data)) {
+				start := len(keys)
+				keys = append(keys, pQuarter)
+				keys = binary.BigEndian.AppendUint64(keys, t.Index)
+				keys = append(keys, byte(q))
+				w = append(w, [2][]byte{key(start), t.Data[q*quarterSize : min((q+1)*quarterSize, len(t.Data))]})
+			}
+			continue
+		}
 		start := len(keys)
 		keys = append(keys, pTile, byte(t.Level))
 		keys = binary.BigEndian.AppendUint64(keys, t.Index)
@@ -629,6 +814,12 @@ func (s *Store) Weigh(b *storage.Batch) int {
 		add(hashKeyLen, 8)
 	}
 	for _, t := range b.Tiles {
+		if quartered(t) {
+			for q := range quarters(len(t.Data)) {
+				add(quarterKeyLen, min(quarterSize, len(t.Data)-q*quarterSize))
+			}
+			continue
+		}
 		add(tileKeyLen, len(t.Data))
 	}
 	for _, r := range b.Records {

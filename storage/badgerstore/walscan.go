@@ -75,7 +75,7 @@ func logEntry(data []byte, off int64) (n int64, meta byte, key, val []byte, ok b
 	if klen < 9 || klen > maxLogKey || vlen > maxLogValue || uint64(i)+klen+vlen+4 > uint64(len(b)) {
 		return
 	}
-	if k0 := b[i]; k0 != pLeaf && k0 != pTile && k0 != pHash && k0 != pState && k0 != 'm' && k0 != 's' && k0 != '!' {
+	if k0 := b[i]; k0 != pLeaf && k0 != pTile && k0 != pQuarter && k0 != pHash && k0 != pState && k0 != 'm' && k0 != 's' && k0 != '!' {
 		return
 	}
 	end := i + int(klen) + int(vlen)
