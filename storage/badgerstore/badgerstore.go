@@ -860,6 +860,11 @@ func (s *Store) Commit(_ context.Context, b *storage.Batch) error {
 		return err
 	}
 	for _, kv := range w {
+		if full, err := fullQuarter(txn, kv[0], kv[1]); err != nil {
+			return err
+		} else if full {
+			continue
+		}
 		if err := txn.Set(kv[0], kv[1]); err != nil {
 			return fmt.Errorf("committing %d entries: %w", len(b.Leaves), err)
 		}
@@ -868,6 +873,28 @@ func (s *Store) Commit(_ context.Context, b *storage.Batch) error {
 		return fmt.Errorf("committing %d entries: %w", len(b.Leaves), err)
 	}
 	return nil
+}
+
+// fullQuarter reports whether the write of key=value is a full quarter of
+// a level-0 tile that is already stored full. A tile only grows (each
+// version a prefix of the next), so a full quarter never changes: a tile
+// that grows is written again from the quarter that is not yet full, and
+// the value log does not take a copy of the full ones at every batch.
+// Only the key is looked up (Badger's ValueSize reads the value pointer,
+// and is exact to a few bytes of header; the next smaller quarter is 32
+// bytes shorter).
+func fullQuarter(txn *badger.Txn, key, value []byte) (bool, error) {
+	if len(key) != quarterKeyLen || key[0] != pQuarter || len(value) != quarterSize {
+		return false, nil
+	}
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return item.ValueSize() > quarterSize-merkle.HashSize/2, nil
 }
 
 // fence checks that the committed head has size.

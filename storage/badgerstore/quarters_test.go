@@ -107,3 +107,67 @@ func TestLevel0Quarters(t *testing.T) {
 		t.Fatalf("Tile(1, 5) = %d bytes, %v", len(v), err)
 	}
 }
+
+// TestCommitKeepsFullQuarters: as a level-0 tile grows batch by batch
+// through Commit, a quarter already stored full is not written again (its
+// version stays that of the batch that filled it), while the growing one
+// is; and the tile reads back as the last batch wrote it.
+func TestCommitKeepsFullQuarters(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	edgeOf := func(n int) []byte {
+		hs := make([]merkle.Hash, n)
+		for i := range hs {
+			hs[i] = merkle.LeafHash([]byte{byte(i), byte(i >> 8)})
+		}
+		b, _ := merkle.NewBuilder(merkle.NewEdge(), nil)
+		if err := b.AppendBatch(hs); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := b.Edge().MarshalBinary()
+		return out
+	}
+	version := func(q int) uint64 {
+		var v uint64
+		if err := s.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(quarterKey(0, q))
+			if err == nil {
+				v = item.Version()
+			}
+			return err
+		}); err != nil {
+			t.Fatalf("quarter %d: %v", q, err)
+		}
+		return v
+	}
+	var filled [4]uint64
+	size := 0
+	for _, n := range []int{40, 64, 100, 128, 129, 256} {
+		leaves := make([][]byte, n-size)
+		for i := range leaves {
+			leaves[i] = []byte{byte(size + i)}
+		}
+		b := &storage.Batch{From: uint64(size), Leaves: leaves, Tiles: []storage.Tile{{Level: 0, Index: 0, Data: hashes(0, n)}},
+			Edge: edgeOf(n), Checkpoint: []byte("c")}
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatalf("%d hashes: %v", n, err)
+		}
+		prev := size
+		size = n
+		if got, err := s.Tile(ctx, 0, 0); err != nil || !bytes.Equal(got, hashes(0, n)) {
+			t.Fatalf("%d hashes: Tile = %d bytes, %v", n, len(got), err)
+		}
+		for q := 0; q*64 < n; q++ {
+			v := version(q)
+			if wasFull := q*64+64 <= prev; !wasFull {
+				filled[q] = v // written by this batch
+			} else if v != filled[q] {
+				t.Fatalf("%d hashes: full quarter %d written again (version %d, filled at %d)", n, q, v, filled[q])
+			}
+		}
+	}
+}
