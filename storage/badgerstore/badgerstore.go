@@ -513,9 +513,9 @@ func (s *Store) Tile(_ context.Context, level, index uint64) ([]byte, error) {
 // level0Range returns hashes from..to-1 of level-0 tile index (fewer if
 // the tile holds fewer; nil if it is not stored), read from the quarters
 // that hold them, or from the whole tile a folder written before quarters
-// holds. Quarters are written whole and in order (every quarter of the
-// tile's width in one commit), so the first absent or short quarter ends
-// the tile.
+// holds. As a tile grows, each commit writes its quarters from the first
+// not yet full (fullQuarter), so they are stored in order and the first
+// absent or short quarter ends the tile.
 func level0Range(txn *badger.Txn, index uint64, from, to int) ([]byte, error) {
 	var out []byte
 	for q := from / quarterHashes; q*quarterHashes < to && q < 4; q++ {
