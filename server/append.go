@@ -182,7 +182,7 @@ func (s *Server) answerAppend(w http.ResponseWriter, r *http.Request, start time
 	s.m.answer(out.Verdict, time.Since(start).Seconds())
 	s.logDecision(r, start, out.Verdict, out.ReasonCode, &res.Index, res.Duplicate)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, out)
+	writeJSON(w, status, &out)
 }
 
 // refused answers a submission the ledger refused without logging it.
