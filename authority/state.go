@@ -390,6 +390,9 @@ func (st *state) undo() {
 
 // encode is the stored form of a record.
 func encode(rec any) []byte {
+	if b, ok := appendRecord(make([]byte, 0, 256), rec); ok {
+		return b // the same bytes (encode.go)
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		panic(fmt.Sprintf("authority: encoding %T: %v", rec, err)) // records are plain data; cannot fail

@@ -24,6 +24,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -415,7 +416,17 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 
 // writeJSON writes v with the status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if out, isAnswer := v.(*api.AppendResponse); isAnswer {
+		var ok bool
+		size := 256 + base64.StdEncoding.EncodedLen(len(out.Leaf)) + len(out.Checkpoint) + 48*len(out.InclusionProof) + len(out.Reason)
+		if b, ok = appendAnswer(make([]byte, 0, size), out); !ok {
+			b, err = json.Marshal(v)
+		}
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 		return

@@ -951,7 +951,7 @@ func (s *Store) checkSpace(need int) error {
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	want := uint64(s.reserve) + uint64(need)
-	s.ballast.check()
+	s.ballast.checkFree(int64(free))
 	if released := s.ballast.released(); free < want || released {
 		return fmt.Errorf("%w: %s", storage.ErrDiskFull, diskFullError(int64(free), s.reserve, s.dir, released))
 	}

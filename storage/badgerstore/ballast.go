@@ -104,6 +104,16 @@ func (b *ballast) check() {
 	if err != nil {
 		return
 	}
+	b.checkFree(free)
+}
+
+// checkFree is check given the free space just read (a commit's statfs,
+// so that a commit looks at the filesystem once).
+func (b *ballast) checkFree(free int64) {
+	if b == nil || b.size <= 0 {
+		return
+	}
+	var err error
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if f := &b.parts[0]; f.held && free < f.size/2 {
