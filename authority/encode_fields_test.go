@@ -1,0 +1,36 @@
+package authority
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/custodylog/custody/internal/nonzero"
+)
+
+// TestAppendRecordWritesEveryField guards appendRecord against a field
+// added to a record it writes by hand: for each field of each such record
+// alone set to a value that is not zero (nested fields too), whatever
+// appendRecord writes must be json.Marshal's bytes. A new field it does not
+// write shows here as a record that lost it.
+func TestAppendRecordWritesEveryField(t *testing.T) {
+	for _, rec := range []any{&IDRec{}, &WorkflowRec{}, &KeyRec{}, &PendingRec{}, &GrantRec{}} {
+		typ := reflect.TypeOf(rec).Elem()
+		for i := range typ.NumField() {
+			v := reflect.New(typ)
+			nonzero.Set(v.Elem().Field(i))
+			got, ok := appendRecord(nil, v.Interface())
+			if !ok {
+				continue // left to json.Marshal: nothing to compare
+			}
+			want, err := json.Marshal(v.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s with only %s set: appendRecord wrote\n%s\nwant (json.Marshal)\n%s", typ.Name(), typ.Field(i).Name, got, want)
+			}
+		}
+	}
+}
