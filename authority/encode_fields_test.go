@@ -17,9 +17,9 @@ import (
 func TestAppendRecordWritesEveryField(t *testing.T) {
 	for _, rec := range []any{&IDRec{}, &WorkflowRec{}, &KeyRec{}, &PendingRec{}, &GrantRec{}} {
 		typ := reflect.TypeOf(rec).Elem()
-		for i := range typ.NumField() {
+		for _, path := range fieldPaths(typ, nil) {
 			v := reflect.New(typ)
-			nonzero.Set(v.Elem().Field(i))
+			nonzero.Set(v.Elem().FieldByIndex(path))
 			got, ok := appendRecord(nil, v.Interface())
 			if !ok {
 				continue // left to json.Marshal: nothing to compare
@@ -29,8 +29,27 @@ func TestAppendRecordWritesEveryField(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s with only %s set: appendRecord wrote\n%s\nwant (json.Marshal)\n%s", typ.Name(), typ.Field(i).Name, got, want)
+				t.Errorf("%s with only field %v set: appendRecord wrote\n%s\nwant (json.Marshal)\n%s", typ.Name(), path, got, want)
 			}
 		}
 	}
+}
+
+// fieldPaths lists the exported fields of struct type t, each nested
+// struct's fields one by one (a descriptor's too), as FieldByIndex paths.
+func fieldPaths(t reflect.Type, prefix []int) [][]int {
+	var out [][]int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		p := append(append([]int(nil), prefix...), i)
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, fieldPaths(f.Type, p)...)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
