@@ -250,12 +250,7 @@ func TestAttackerProcess(t *testing.T) {
 // three rounds (before: 18-28% with the attacker in another process, the
 // collector marking a third of the time).
 func TestStreamsAndOversizedShare(t *testing.T) {
-	if testing.Short() {
-		t.Skip("abuse test: skipped in -short mode")
-	}
-	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
-		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
-	}
+	needAttackRoom(t)
 	const (
 		minPairShare = 40  // percent of the baseline, in one round
 		maxOversized = 400 // oversized bodies answered in a round
@@ -310,12 +305,7 @@ func TestStreamsAndOversizedShare(t *testing.T) {
 // before in one of up to three rounds, and 90% of it after the attack in
 // one of them.
 func TestSlowBodiesAndUnknownStreamsShare(t *testing.T) {
-	if testing.Short() {
-		t.Skip("abuse test: skipped in -short mode")
-	}
-	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
-		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
-	}
+	needAttackRoom(t)
 	const minPairShare = 50 // percent of the baseline, in one round
 	e := newAbuseEnv(t)
 	e.measureHonest(time.Second) // warm up connections and caches

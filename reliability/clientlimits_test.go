@@ -80,12 +80,7 @@ func slowBodiesFrom(ctx context.Context, host, n int, addr string, redial time.D
 // oversized bodies from 8 clients; then every attack at once. The
 // figures go to docs/SECURITY.md.
 func TestClientAttacks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("abuse test: skipped in -short mode")
-	}
-	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
-		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
-	}
+	needAttackRoom(t)
 	e := newAbuseEnv(t)
 	e.measureHonest(time.Second) // warm up connections and caches
 	a := e.honest[0]
@@ -150,12 +145,7 @@ const slowBodiesAddrEnv = "RELIABILITY_SLOW_BODIES_ADDR"
 // Before the listener held a budget-full client's new connections, honest
 // appends ran at 7–30% of the baseline in a first round.
 func TestSlowBodiesHonestShare(t *testing.T) {
-	if testing.Short() {
-		t.Skip("abuse test: skipped in -short mode")
-	}
-	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
-		t.Skipf("needs 8,000 open files (have %d: %v)", lim, err)
-	}
+	needAttackRoom(t)
 	const (
 		minSlowBodiesShare = 30   // percent of the baseline, in one round
 		maxEnded           = 1000 // bodies the server ended in a round

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/custodylog/custody/client"
+	"github.com/custodylog/custody/internal/testenv"
 	"github.com/custodylog/custody/sign"
 )
 
@@ -363,6 +364,20 @@ func enrollPrincipal(t testing.TB, bin string, li logInfo, url, name string) ed2
 	runCLI(t, bin, "principal", "enroll", "--ledger", url, "--log-key", li.VerifierKey,
 		"--admin-key", li.AdminKeyFile, "--name", name, "--public-key", sign.EncodePublicKey(pub), "--json")
 	return priv
+}
+
+// needAttackRoom is the start of an attack test: skipped in -short mode,
+// and it needs 8,000 open files (the attacker's connections and the
+// server's), which CI, running as root, can always raise to: there a
+// lower limit fails the test instead of skipping it.
+func needAttackRoom(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("abuse test: skipped in -short mode")
+	}
+	if lim, err := raiseNoFile(8000); err != nil || lim < 8000 {
+		testenv.Need(t, "8,000 open files (have %d: %v)", lim, err)
+	}
 }
 
 // raiseNoFile makes sure the process may open at least n files, raising
