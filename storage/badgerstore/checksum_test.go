@@ -208,3 +208,22 @@ func TestVerifiedTablesNotReadAgain(t *testing.T) {
 		t.Fatalf("a damaged record gave %d tables", n)
 	}
 }
+
+// TestVerifiedRecordFormat reads testdata/tables.verified, the record as
+// docs/FORMATS.md gives it: each line's name, device, inode, size,
+// modification and change times.
+func TestVerifiedRecordFormat(t *testing.T) {
+	s := loadVerified("testdata")
+	want := []tableID{
+		{dev: 64769, ino: 1311798, size: 8388608, mtime: 1764641234123456789, ctime: 1764641234123456789},
+		{dev: 64769, ino: 1311799, size: 4194304, mtime: 1764641235000000000, ctime: 1764641235000000001},
+	}
+	if len(s.m) != len(want) {
+		t.Fatalf("read %d tables, want %d: %v", len(s.m), len(want), s.m)
+	}
+	for _, id := range want {
+		if !s.has(id) {
+			t.Errorf("missing %+v", id)
+		}
+	}
+}
