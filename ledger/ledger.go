@@ -32,8 +32,9 @@ type Options struct {
 	MaxBatchBytes int
 	// MaxDelay is how long the sequencer waits for more submissions once a
 	// batch has started (default 0: a batch is whatever arrived while the
-	// previous one was committing, which already groups commits under load
-	// and adds no latency when idle).
+	// previous one was committing, and whatever arrives while it waits for
+	// that one to be stored, which already groups commits under load and
+	// adds no latency when idle).
 	MaxDelay time.Duration
 	// QueueSize bounds submissions waiting to be sequenced (default 8192);
 	// Append blocks (or fails with its context) when it is full.

@@ -80,8 +80,9 @@ type sequencer struct {
 	bound   sync.Map     // key id -> sign.Key (Ed25519 or passkey), for the verify workers
 
 	// Owned by the sequencer goroutine.
-	inflight *job   // the batch whose commit is running, if any
-	next     uint64 // the index the next leaf gets (past the batch in flight)
+	inflight *job     // the batch whose commit is running, if any
+	carry    *request // the submission that starts the next batch (it did not fit in the last)
+	next     uint64   // the index the next leaf gets (past the batch in flight)
 	engine   *authority.Engine
 	builder  *merkle.Builder
 	limiter  *limiter
@@ -454,11 +455,10 @@ func (l *sequencer) unverifiedRepeat(req *request) *authority.DecisionError {
 func (l *sequencer) run() {
 	defer l.wg.Done()
 	defer l.drain() // the last batch's commit finishes before Close returns
-	var carry *request
 	for {
 		var first *request
-		if carry != nil {
-			first, carry = carry, nil
+		if l.carry != nil {
+			first, l.carry = l.carry, nil
 		} else {
 			select {
 			case first = <-l.seqQ:
@@ -492,7 +492,7 @@ func (l *sequencer) run() {
 				}
 			}
 			if bytes+len(next.data) > l.opts.MaxBatchBytes {
-				carry = next
+				l.carry = next
 				break
 			}
 			batch, bytes = append(batch, next), bytes+len(next.data)
@@ -525,7 +525,68 @@ func (l *sequencer) process(batch []*request) {
 			return
 		}
 	}
+	if !l.absorb(d) {
+		return
+	}
 	l.seal(d)
+}
+
+// absorb decides into the draft the submissions that arrive while the
+// batch in flight is still being stored, until it is (or the draft is
+// full, or the next submission would pass MaxBatchBytes: that one starts
+// the next batch). This batch could not commit before then anyway, and
+// each of them would otherwise wait in the queue for the batch after it.
+// So under load a batch holds what arrived during one store commit, and
+// what a batch pays once (the store's syncs, the signed head, the
+// checkpoint's signature) is shared by more entries. The price: the
+// batch's prepare runs after the wait, not during it. Submissions are
+// still decided in the order they were queued. It returns false when the
+// whole batch failed and every submitter has its answer.
+func (l *sequencer) absorb(d *draft) bool {
+	j := l.inflight
+	if j == nil || l.carry != nil {
+		return true
+	}
+	for len(d.batch) < l.opts.MaxBatch {
+		var req *request
+		select {
+		case <-j.stored:
+			return true
+		case req = <-l.seqQ:
+		}
+		// With it, whatever else is queued, as one group: on a store that
+		// looks dedup hashes up together, one query for the group.
+		var group []*request
+		for req != nil {
+			if d.bytes+len(req.data) > l.opts.MaxBatchBytes {
+				l.carry = req // it starts the next batch
+				break
+			}
+			d.bytes += len(req.data)
+			group = append(group, req)
+			req = nil
+			if len(d.batch)+len(group) < l.opts.MaxBatch {
+				select {
+				case req = <-l.seqQ:
+				default:
+				}
+			}
+		}
+		if len(group) > 0 {
+			d.known = l.prefetchDedup(group)
+		}
+		for _, req := range group {
+			d.batch = append(d.batch, req)
+			d.answers = append(d.answers, pendingAnswer{})
+			if !l.decide(d, len(d.batch)-1, req) {
+				return false
+			}
+		}
+		if l.carry != nil {
+			return true
+		}
+	}
+	return true
 }
 
 // begin makes the sequencer ready to decide batch: not failed, holding
@@ -580,7 +641,8 @@ type draft struct {
 	wfNew     map[string][]uint64 // and their leaves in each
 	b         *storage.Batch
 	hashes    []merkle.Hash
-	known     *dedupBatch
+	known     *dedupBatch // the dedup hashes of the submissions being decided, looked up together
+	bytes     int         // the submissions' size, against MaxBatchBytes
 }
 
 func (l *sequencer) newDraft(batch []*request) *draft {
@@ -599,7 +661,17 @@ func (l *sequencer) newDraft(batch []*request) *draft {
 		wfNew:     map[string][]uint64{},
 		b:         &storage.Batch{From: l.next},
 		known:     l.prefetchDedup(batch),
+		bytes:     size(batch),
 	}
+}
+
+// size is the submissions' total size, as MaxBatchBytes counts it.
+func size(batch []*request) int {
+	n := 0
+	for _, req := range batch {
+		n += len(req.data)
+	}
+	return n
 }
 
 // abandon ends a draft that cannot be logged: it waits for the batch in
