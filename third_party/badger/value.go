@@ -831,7 +831,8 @@ func (vlog *valueLog) write(reqs []*request) error {
 
 	defer func() {
 		if vlog.opt.SyncWrites {
-			if err := curlf.Sync(); err != nil {
+			// custody patch: fdatasync, not msync (see logFile.writeEntry).
+			if err := curlf.syncData(); err != nil {
 				vlog.opt.Errorf("Error while curlf sync: %v\n", err)
 			}
 		}
@@ -853,7 +854,11 @@ func (vlog *valueLog) write(reqs []*request) error {
 		}
 
 		start := int(endOffset - n)
-		y.AssertTrue(copy(curlf.Data[start:], buf.Bytes()) == int(n))
+		// custody patch: pwrite(2), not a copy into the memory map (see
+		// logFile.writeEntry); reads through the map see it at once.
+		if _, err := curlf.Fd.WriteAt(buf.Bytes(), int64(start)); err != nil {
+			return y.Wrapf(err, "while writing to value log %s", curlf.path)
+		}
 
 		curlf.size.Store(endOffset)
 		return nil
