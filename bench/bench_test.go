@@ -224,9 +224,22 @@ func TestGrowthTiny(t *testing.T) {
 	if !strings.Contains(table.String(), "growth from 700 to 2,000 entries") {
 		t.Errorf("the table lacks the growth rows:\n%s", table.String())
 	}
+	if len(r.GrowthAgain) != 0 {
+		t.Errorf("one round asked for, %d more measured", len(r.GrowthAgain))
+	}
+	cfg.GrowthRounds = 3
 	r2, err := Run(context.Background(), cfg)
 	if err != nil || len(r2.Errors) > 0 || r2.Build == nil || r2.Build.Seconds != 0 || r2.GrowthBuild == nil || r2.GrowthBuild.Seconds != 0 {
 		t.Fatalf("second run did not reuse both logs: %v %v %+v %+v", err, r2.Errors, r2.Build, r2.GrowthBuild)
+	}
+	// Three rounds on the same logs: the first in Growth, two more after.
+	if len(r2.GrowthAgain) != 2 || r2.GrowthAgain[1].Paired == nil || r2.GrowthAgain[1].ProofCPURatio <= 0 {
+		t.Fatalf("GrowthRounds 3: %+v", r2.GrowthAgain)
+	}
+	table.Reset()
+	r2.WriteTable(&table)
+	if !strings.Contains(table.String(), "measured again, round 3") {
+		t.Errorf("the table lacks the third round:\n%s", table.String())
 	}
 	// A log whose meta file does not say it stores summaries is rebuilt.
 	meta, err := readBigMeta(keep)

@@ -46,6 +46,7 @@ type StoreResult struct {
 	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
 	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
 	Growth      *Growth      `json:"growth,omitempty"`
+	GrowthAgain []*Growth    `json:"growth_again,omitempty"` // Config.GrowthRounds after the first
 	Errors      []string     `json:"errors,omitempty"`
 }
 
@@ -236,11 +237,20 @@ func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(strin
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
 			say("PostgreSQL: measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
-			pair, err := MeasurePair(ctx, small, large, [2]*BuildResult{r.GrowthBuild, r.BigBuild}, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
-			if err != nil {
-				fail("growth", err)
-			} else {
-				r.Growth = pairedGrowth(pair)
+			for round := range max(cfg.GrowthRounds, 1) {
+				if round > 0 {
+					say("PostgreSQL: measuring the growth again (round %d of %d)", round+1, cfg.GrowthRounds)
+				}
+				pair, err := MeasurePair(ctx, small, large, [2]*BuildResult{r.GrowthBuild, r.BigBuild}, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
+				if err != nil {
+					fail("growth", err)
+					break
+				}
+				if round == 0 {
+					r.Growth = pairedGrowth(pair)
+				} else {
+					r.GrowthAgain = append(r.GrowthAgain, pairedGrowth(pair))
+				}
 			}
 		}
 	}

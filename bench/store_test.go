@@ -61,7 +61,7 @@ func TestStorePhases(t *testing.T) {
 func TestStoreBigGrowth(t *testing.T) {
 	pg := storagetest.PostgresServer(t)
 	r, err := Run(context.Background(), Config{Dir: t.TempDir(), Phases: []string{PhaseBig}, Size: 1500, GrowthFrom: 600,
-		ReadFor: 50 * time.Millisecond, Store: pg})
+		GrowthRounds: 2, ReadFor: 50 * time.Millisecond, Store: pg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,9 @@ func TestStoreBigGrowth(t *testing.T) {
 	}
 	if g := p.Growth; g.Paired == nil || g.Paired[0].Size != 600 || g.Paired[1].Size != 1500 || g.Paired[0].ProofOwnCPUUs <= 0 {
 		t.Fatalf("PostgreSQL growth not from the paired measurement: %+v", g)
+	}
+	if len(p.GrowthAgain) != 1 || p.GrowthAgain[0].Paired == nil || p.GrowthAgain[0].ProofCPURatio <= 0 {
+		t.Fatalf("PostgreSQL, GrowthRounds 2: %+v", p.GrowthAgain)
 	}
 	var table bytes.Buffer
 	r.WriteTable(&table)

@@ -67,6 +67,11 @@ type Config struct {
 	// Its log is kept beside BigDir (BigDir-GrowthFrom) when BigDir is set.
 	// Default 1,000,000; below 0, none.
 	GrowthFrom int
+	// GrowthRounds is how many times the growth is measured on the same
+	// two logs, each time both in turn (default 1; Report.GrowthAgain
+	// holds the rounds after the first): building a 10M log takes
+	// minutes, measuring it again seconds.
+	GrowthRounds int
 	// Peer is "" or "tessera"; PeerDir its module folder (default: found
 	// from the working directory, see FindPeerDir).
 	Peer    string
@@ -174,6 +179,7 @@ type Report struct {
 	GrowthBuild *BuildResult `json:"growth_base_build,omitempty"`
 	GrowthBase  *BigResult   `json:"growth_base,omitempty"`
 	Growth      *Growth      `json:"growth,omitempty"`
+	GrowthAgain []*Growth    `json:"growth_again,omitempty"` // Config.GrowthRounds after the first
 	// PeakRSSMiB is the peak resident set of the whole run's process
 	// (building the big log included; the child's measurement is apart),
 	// and PeakAnonMiB and PeakFileMiB its anonymous and file-backed parts
@@ -319,10 +325,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
 			say("measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
-			if pair, err := cfg.MeasurePair(ctx, smallDir, where, cfg.ReadFor); err != nil {
-				fail("growth", err)
-			} else {
-				r.Growth = pairedGrowth(pair)
+			for round := range max(cfg.GrowthRounds, 1) {
+				if round > 0 {
+					say("measuring the growth again (round %d of %d)", round+1, cfg.GrowthRounds)
+				}
+				pair, err := cfg.MeasurePair(ctx, smallDir, where, cfg.ReadFor)
+				if err != nil {
+					fail("growth", err)
+					break
+				}
+				if round == 0 {
+					r.Growth = pairedGrowth(pair)
+				} else {
+					r.GrowthAgain = append(r.GrowthAgain, pairedGrowth(pair))
+				}
 			}
 		}
 	}

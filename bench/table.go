@@ -88,6 +88,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		if g := pg.Growth; g != nil {
 			row(fmt.Sprintf("  growth from %s to %s entries", num(float64(g.From)), num(float64(g.To))), "", "", nil)
 			growthRows(row, "    ", g, pg.GrowthBase, pg.Big)
+			for i, g := range pg.GrowthAgain {
+				row(fmt.Sprintf("    measured again, round %d", i+2), "", "", nil)
+				growthRows(row, "      ", g, pg.GrowthBase, pg.Big)
+			}
 		}
 		for _, e := range pg.Errors {
 			row("  failed: "+e, "", "", nil)
@@ -144,6 +148,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		from, to := num(float64(g.From)), num(float64(g.To))
 		row(fmt.Sprintf("growth from %s to %s entries (proofs of %d and %d hashes)", from, to, g.ProofHashesFrom, g.ProofHashesTo), "", "", nil)
 		growthRows(row, "  ", g, a, b)
+		for i, g := range r.GrowthAgain {
+			row(fmt.Sprintf("  measured again, round %d", i+2), "", "", nil)
+			growthRows(row, "    ", g, a, b)
+		}
 	}
 	if r.PeakRSSMiB > 0 {
 		row("peak RSS: this whole run (building included)", fmt.Sprintf("%.0f MiB (anonymous %.0f, mapped files %.0f)", r.PeakRSSMiB, r.PeakAnonMiB, r.PeakFileMiB), "", nil)

@@ -71,6 +71,7 @@ Example:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "size", Local: true, Value: def.Size, Usage: "entries in the big log (proofs, bundles, open, RSS, disk)"},
 			&cli.IntFlag{Name: "growth-from", Local: true, Value: def.GrowthFrom, Usage: "with --size above it, also measure a log of this many entries first and print how proofs and bundles grow between the two (0: don't)"},
+			&cli.IntFlag{Name: "growth-rounds", Local: true, Value: 1, Usage: "measure the growth this many times on the same two logs (each time both in turn), for rounds without building them again"},
 			&cli.IntFlag{Name: "appends", Local: true, Value: def.AuthN, Usage: "authorised submissions"},
 			&cli.IntFlag{Name: "window", Local: true, Value: def.AuthWindow, Usage: "submissions each of the 32 agents keeps in flight"},
 			&cli.IntFlag{Name: "http-appends", Local: true, Value: def.HTTPN, Usage: "authorised submissions over HTTP"},
@@ -146,7 +147,7 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 	cfg := bench.Config{Dir: c.String("tmpdir"), Keep: c.Bool("keep"), Ceiling: c.Duration("ceiling"),
 		AuthN: c.Int("appends"), AuthWindow: c.Int("window"), LogOnlyN: c.Int("leaves"), Inflight: c.Int("clients"),
 		HTTPN: c.Int("http-appends"), HTTPClients: c.Int("http-clients"),
-		Size: c.Int("size"), GrowthFrom: growthFrom(c.Int("growth-from")), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
+		Size: c.Int("size"), GrowthFrom: growthFrom(c.Int("growth-from")), GrowthRounds: c.Int("growth-rounds"), ReadFor: c.Duration("read-for"), Peer: c.String("peer"), PeerDir: c.String("peer-dir"),
 		ProofCacheTiles: c.Int("proof-cache-tiles"), Progress: c.Root().ErrWriter, Store: c.String("store")}
 	if cfg.Store != "" && !ledger.IsStoreURL(cfg.Store) {
 		return clikit.Usage(c, "--store %q: want a postgres:// URL", cfg.Store)
