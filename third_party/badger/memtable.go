@@ -304,13 +304,25 @@ func (lf *logFile) encodeEntry(buf *bytes.Buffer, e *Entry, offset uint32) (int,
 		userMeta:  e.UserMeta,
 	}
 
-	hash := crc32.New(y.CastagnoliCrcTable)
-	writer := io.MultiWriter(buf, hash)
-
 	// encode header.
 	var headerEnc [maxHeaderSize]byte
 	sz := h.Encode(headerEnc[:])
-	y.Check2(writer.Write(headerEnc[:sz]))
+	if !lf.encryptionEnabled() {
+		// custody patch: the checksum of what is written, without a
+		// hash.Hash and an io.MultiWriter on the heap for every entry.
+		start := buf.Len()
+		buf.Write(headerEnc[:sz])
+		buf.Write(e.Key)
+		buf.Write(e.Value)
+		sum := crc32.Update(0, y.CastagnoliCrcTable, buf.Bytes()[start:])
+		var crcBuf [crc32.Size]byte
+		binary.BigEndian.PutUint32(crcBuf[:], sum)
+		buf.Write(crcBuf[:])
+		return sz + len(e.Key) + len(e.Value) + len(crcBuf), nil
+	}
+	hash := crc32.New(y.CastagnoliCrcTable)
+	writer := io.MultiWriter(buf, hash)
+	y.Check2(writer.Write(bytes.Clone(headerEnc[:sz]))) // custody patch: headerEnc stays on the stack
 	// we'll encrypt only key and value.
 	if lf.encryptionEnabled() {
 		// TODO: no need to allocate the bytes. we can calculate the encrypted buf one by one

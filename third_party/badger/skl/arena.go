@@ -51,9 +51,11 @@ func (s *Arena) putNode(height int) uint32 {
 	// Pad the allocation with enough bytes to ensure pointer alignment.
 	l := uint32(MaxNodeSize - unusedSize + nodeAlign)
 	n := s.n.Add(l)
-	y.AssertTruef(int(n) <= len(s.buf),
-		"Arena too small, toWrite:%d newTotal:%d limit:%d",
-		l, n, len(s.buf))
+	if int(n) > len(s.buf) {
+		// custody patch: the check's arguments, boxed, were three heap
+		// allocations at every put; now only when it fails.
+		y.AssertTruef(false, "Arena too small, toWrite:%d newTotal:%d limit:%d", l, n, len(s.buf))
+	}
 
 	// Return the aligned offset.
 	m := (n - l + uint32(nodeAlign)) & ^uint32(nodeAlign)
@@ -67,9 +69,11 @@ func (s *Arena) putNode(height int) uint32 {
 func (s *Arena) putVal(v y.ValueStruct) uint32 {
 	l := v.EncodedSize()
 	n := s.n.Add(l)
-	y.AssertTruef(int(n) <= len(s.buf),
-		"Arena too small, toWrite:%d newTotal:%d limit:%d",
-		l, n, len(s.buf))
+	if int(n) > len(s.buf) {
+		// custody patch: the check's arguments, boxed, were three heap
+		// allocations at every put; now only when it fails.
+		y.AssertTruef(false, "Arena too small, toWrite:%d newTotal:%d limit:%d", l, n, len(s.buf))
+	}
 	m := n - l
 	v.Encode(s.buf[m:])
 	return m
@@ -78,9 +82,11 @@ func (s *Arena) putVal(v y.ValueStruct) uint32 {
 func (s *Arena) putKey(key []byte) uint32 {
 	l := uint32(len(key))
 	n := s.n.Add(l)
-	y.AssertTruef(int(n) <= len(s.buf),
-		"Arena too small, toWrite:%d newTotal:%d limit:%d",
-		l, n, len(s.buf))
+	if int(n) > len(s.buf) {
+		// custody patch: the check's arguments, boxed, were three heap
+		// allocations at every put; now only when it fails.
+		y.AssertTruef(false, "Arena too small, toWrite:%d newTotal:%d limit:%d", l, n, len(s.buf))
+	}
 	// m is the offset where you should write.
 	// n = new len - key len give you the offset at which you should write.
 	m := n - l
