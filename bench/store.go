@@ -237,20 +237,15 @@ func runStore(ctx context.Context, cfg Config, badgerAuth string, say func(strin
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
 			say("PostgreSQL: measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
-			for round := range max(cfg.GrowthRounds, 1) {
-				if round > 0 {
-					say("PostgreSQL: measuring the growth again (round %d of %d)", round+1, cfg.GrowthRounds)
-				}
-				pair, err := MeasurePair(ctx, small, large, [2]*BuildResult{r.GrowthBuild, r.BigBuild}, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
-				if err != nil {
-					fail("growth", err)
-					break
-				}
-				if round == 0 {
-					r.Growth = pairedGrowth(pair)
-				} else {
-					r.GrowthAgain = append(r.GrowthAgain, pairedGrowth(pair))
-				}
+			g, again, err := growthRounds(cfg.GrowthRounds, "PostgreSQL: ", say, func() ([2]BigResult, error) {
+				return MeasurePair(ctx, small, large, [2]*BuildResult{r.GrowthBuild, r.BigBuild}, cfg.ReadFor, ledger.Options{ProofCacheTiles: cfg.ProofCacheTiles})
+			})
+			if g != nil {
+				r.Growth = g
+			}
+			r.GrowthAgain = again
+			if err != nil {
+				fail("growth", err)
 			}
 		}
 	}

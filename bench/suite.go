@@ -325,20 +325,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if r.GrowthBase != nil && r.Big != nil {
 			r.Growth = newGrowth(r.GrowthBase, r.Big)
 			say("measuring proofs and bundles at %d and %d entries in turn (%d slices of %s each)", r.GrowthBase.Size, r.Big.Size, PairSlices, cfg.ReadFor/PairSlices)
-			for round := range max(cfg.GrowthRounds, 1) {
-				if round > 0 {
-					say("measuring the growth again (round %d of %d)", round+1, cfg.GrowthRounds)
-				}
-				pair, err := cfg.MeasurePair(ctx, smallDir, where, cfg.ReadFor)
-				if err != nil {
-					fail("growth", err)
-					break
-				}
-				if round == 0 {
-					r.Growth = pairedGrowth(pair)
-				} else {
-					r.GrowthAgain = append(r.GrowthAgain, pairedGrowth(pair))
-				}
+			g, again, err := growthRounds(cfg.GrowthRounds, "", say, func() ([2]BigResult, error) {
+				return cfg.MeasurePair(ctx, smallDir, where, cfg.ReadFor)
+			})
+			if g != nil {
+				r.Growth = g
+			}
+			r.GrowthAgain = again
+			if err != nil {
+				fail("growth", err)
 			}
 		}
 	}
@@ -429,6 +424,27 @@ type Growth struct {
 	// the same machine load. Without it the ratios are of the two logs'
 	// own measurements, taken a minute or more apart.
 	Paired *[2]BigResult `json:"paired,omitempty"`
+}
+
+// growthRounds measures the growth rounds times on the same two logs
+// (Config.GrowthRounds), each time both in turn: the first round's
+// figures, then the others'. It stops at the first failure.
+func growthRounds(rounds int, prefix string, say func(string, ...any), measure func() ([2]BigResult, error)) (first *Growth, again []*Growth, err error) {
+	for round := range max(rounds, 1) {
+		if round > 0 {
+			say("%smeasuring the growth again (round %d of %d)", prefix, round+1, rounds)
+		}
+		pair, err := measure()
+		if err != nil {
+			return first, again, err
+		}
+		if round == 0 {
+			first = pairedGrowth(pair)
+		} else {
+			again = append(again, pairedGrowth(pair))
+		}
+	}
+	return first, again, nil
 }
 
 // pairedGrowth is the Growth of MeasurePair's figures.
