@@ -533,9 +533,8 @@ func (l *sequencer) process(batch []*request) {
 
 // absorb decides into the draft the submissions that arrive while the
 // batch in flight is still being stored, until it is (or the draft is
-// full; a submission that would pass MaxBatchBytes, or whose signature a
-// worker is still checking when the store is done, starts the next
-// batch). This batch could not commit before then anyway, and
+// full, or the next submission would pass MaxBatchBytes: that one starts
+// the next batch). This batch could not commit before then anyway, and
 // each of them would otherwise wait in the queue for the batch after it.
 // So under load a batch holds what arrived during one store commit, and
 // what a batch pays once (the store's syncs, the signed head, the
@@ -548,56 +547,38 @@ func (l *sequencer) absorb(d *draft) bool {
 	if j == nil || l.carry != nil {
 		return true
 	}
-	var next *request // taken from the queue, not decided yet
 	for len(d.batch) < l.opts.MaxBatch {
-		req := next
-		if req == nil {
-			select {
-			case <-j.stored:
-				return true
-			case req = <-l.seqQ:
-			}
-		}
-		// Its signature is checked by a worker: wait for that, unless the
-		// store finishes first (then it starts the next batch).
+		var req *request
 		select {
-		case <-req.ready:
 		case <-j.stored:
-			l.carry = req
 			return true
+		case req = <-l.seqQ:
 		}
-		// With it, whatever else is queued and checked already, as one
-		// group: on a store that looks dedup hashes up together, one
-		// query for the group. The first not checked yet waits for the
-		// next round, so that deciding never waits on a worker past the
-		// store.
+		// With it, whatever else is queued, as one group: on a store that
+		// looks dedup hashes up together, one query for the group.
 		var group []*request
-		for next = req; next != nil; {
-			if d.bytes+len(next.data) > l.opts.MaxBatchBytes {
-				l.carry, next = next, nil
+		for req != nil {
+			if d.bytes+len(req.data) > l.opts.MaxBatchBytes {
+				l.carry = req // it starts the next batch
 				break
 			}
-			if !isClosed(next.ready) {
-				break
-			}
-			d.bytes += len(next.data)
-			group = append(group, next)
-			next = nil
+			d.bytes += len(req.data)
+			group = append(group, req)
+			req = nil
 			if len(d.batch)+len(group) < l.opts.MaxBatch {
 				select {
-				case next = <-l.seqQ:
+				case req = <-l.seqQ:
 				default:
 				}
 			}
 		}
-		d.known = l.prefetchDedup(group)
+		if len(group) > 0 {
+			d.known = l.prefetchDedup(group)
+		}
 		for _, req := range group {
 			d.batch = append(d.batch, req)
 			d.answers = append(d.answers, pendingAnswer{})
 			if !l.decide(d, len(d.batch)-1, req) {
-				if next != nil {
-					l.carry = next // not part of this batch: the next one
-				}
 				return false
 			}
 		}
@@ -605,20 +586,7 @@ func (l *sequencer) absorb(d *draft) bool {
 			return true
 		}
 	}
-	if next != nil {
-		l.carry = next
-	}
 	return true
-}
-
-// isClosed reports whether c is closed, without waiting.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // begin makes the sequencer ready to decide batch: not failed, holding
