@@ -636,3 +636,14 @@ func mustCheckpointSize(t *testing.T, e *ledgerEnv) uint64 {
 	}
 	return ci.Size
 }
+
+// TestBenchCountsMustBePositive: a count flag of custody bench below 1 is
+// a usage error that names the flag, before anything is built.
+func TestBenchCountsMustBePositive(t *testing.T) {
+	for _, flag := range []string{"--growth-rounds", "--size", "--http-clients"} {
+		r := must(t, 2, "bench", flag, "0")
+		if !strings.Contains(r.stderr, flag+" must be positive") {
+			t.Errorf("custody bench %s 0: stderr %q does not name the rule", flag, r.stderr)
+		}
+	}
+}

@@ -152,7 +152,7 @@ func benchWith(ctx context.Context, c *cli.Command) error {
 	if cfg.Store != "" && !ledger.IsStoreURL(cfg.Store) {
 		return clikit.Usage(c, "--store %q: want a postgres:// URL", cfg.Store)
 	}
-	for _, n := range []string{"size", "appends", "window", "http-appends", "http-clients", "leaves", "clients"} {
+	for _, n := range []string{"size", "appends", "window", "http-appends", "http-clients", "leaves", "clients", "growth-rounds"} {
 		if c.Int(n) <= 0 {
 			return clikit.Usage(c, "--%s must be positive", n)
 		}
